@@ -1,0 +1,244 @@
+import { readFile } from 'node:fs/promises';
+import type { ParseArgsConfig } from 'node:util';
+import type { AccountLimitsPatch, AccountsService } from '#libs/accounts';
+import type { Config } from '#libs/config';
+import type { Db } from '#libs/db';
+
+export interface CommandContext {
+  values: Record<string, string | undefined>;
+  db: Db;
+  config: Config;
+  accounts: AccountsService;
+  mintRouterToken: (secret: string, accountId: string, ttlSeconds?: number) => Promise<string>;
+}
+
+export interface Command {
+  group: string;
+  action: string;
+  summary: string;
+  options: NonNullable<ParseArgsConfig['options']>;
+  changesAuth?: boolean;
+  run(ctx: CommandContext): Promise<unknown>;
+}
+
+export class InputError extends Error {}
+
+function required(values: Record<string, string | undefined>, name: string): string {
+  const v = values[name];
+  if (v === undefined || v === '') throw new InputError(`--${name} is required`);
+  return v;
+}
+
+function wholeNumber(value: string, name: string): bigint {
+  if (!/^-?\d+$/.test(value)) throw new InputError(`--${name} must be a whole number`);
+  return BigInt(value);
+}
+
+function optionalInt(values: Record<string, string | undefined>, name: string): number | undefined {
+  const v = values[name];
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v)) throw new InputError(`--${name} must be a whole number >= 0`);
+  return Number(v);
+}
+
+function optionalBool(values: Record<string, string | undefined>, name: string): boolean | undefined {
+  const v = values[name];
+  if (v === undefined) return undefined;
+  if (v !== 'true' && v !== 'false') throw new InputError(`--${name} must be true or false`);
+  return v === 'true';
+}
+
+async function accountExists(db: Db, id: string): Promise<void> {
+  if (!/^[0-9a-f-]{36}$/i.test(id) || !(await db.account.findUnique({ where: { id }, select: { id: true } }))) {
+    throw new InputError(`no account with id ${id}`);
+  }
+}
+
+const str = { type: 'string' } as const;
+
+const LIMIT_FLAGS = {
+  tier: str,
+  status: str,
+  'max-concurrent-jobs': str,
+  'max-queued-jobs': str,
+  'requests-per-minute': str,
+  'max-event-streams': str,
+  'router-enabled': str,
+  'router-entitlements': str,
+  'router-max-concurrent': str,
+  'router-spend-cap-cents': str,
+  'router-window-calls': str,
+  'router-window-seconds': str,
+} as const;
+
+function limitsPatch(v: Record<string, string | undefined>): AccountLimitsPatch {
+  const status = v.status;
+  if (status !== undefined && status !== 'active' && status !== 'inactive') throw new InputError('--status must be active or inactive');
+  const patch: AccountLimitsPatch = {
+    tier: v.tier,
+    status,
+    maxConcurrentJobs: optionalInt(v, 'max-concurrent-jobs'),
+    maxQueuedJobs: optionalInt(v, 'max-queued-jobs'),
+    requestsPerMinute: optionalInt(v, 'requests-per-minute'),
+    maxEventStreams: optionalInt(v, 'max-event-streams'),
+    routerEnabled: optionalBool(v, 'router-enabled'),
+    routerEntitlements:
+      v['router-entitlements'] === undefined ? undefined : v['router-entitlements'].split(',').map((s) => s.trim()).filter(Boolean),
+    routerMaxConcurrent: optionalInt(v, 'router-max-concurrent'),
+    routerSpendCapCents: optionalInt(v, 'router-spend-cap-cents'),
+    routerWindowCalls: optionalInt(v, 'router-window-calls'),
+    routerWindowSeconds: optionalInt(v, 'router-window-seconds'),
+  };
+  return Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined)) as AccountLimitsPatch;
+}
+
+function accountJson(a: { id: string; name: string; tier: string; status: string; creditBalance: bigint } & Record<string, unknown>) {
+  return {
+    id: a.id,
+    name: a.name,
+    tier: a.tier,
+    status: a.status,
+    credits: a.creditBalance,
+    limits: {
+      max_concurrent_jobs: a.maxConcurrentJobs,
+      max_queued_jobs: a.maxQueuedJobs,
+      requests_per_minute: a.requestsPerMinute,
+      max_event_streams: a.maxEventStreams,
+    },
+    router: {
+      enabled: a.routerEnabled,
+      entitlements: a.routerEntitlements,
+      max_concurrent: a.routerMaxConcurrent,
+      spend_cap_cents: a.routerSpendCapCents,
+      window_calls: a.routerWindowCalls,
+      window_seconds: a.routerWindowSeconds,
+    },
+  };
+}
+
+export const commands: Command[] = [
+  {
+    group: 'account',
+    action: 'create',
+    summary: '--name NAME [--tier free|pro|enterprise] [--credits N]: prints the account id and a new API key',
+    options: { name: str, tier: str, credits: str },
+    async run({ values, accounts }) {
+      const credits = wholeNumber(values.credits ?? '0', 'credits');
+      const { account, apiKey } = await accounts.createAccount({ name: required(values, 'name'), tier: values.tier ?? 'free', credits });
+      return { account_id: account.id, api_key: apiKey, tier: account.tier, credits: account.creditBalance };
+    },
+  },
+  {
+    group: 'account',
+    action: 'show',
+    summary: '--account ID',
+    options: { account: str },
+    async run({ values, db }) {
+      const id = required(values, 'account');
+      await accountExists(db, id);
+      return accountJson(await db.account.findUniqueOrThrow({ where: { id } }));
+    },
+  },
+  {
+    group: 'account',
+    action: 'set',
+    summary: '--account ID [--tier T] [--status active|inactive] [--max-concurrent-jobs N] [--max-queued-jobs N] [--requests-per-minute N] [--max-event-streams N] [--router-enabled true|false] [--router-entitlements a/b,c/*] [--router-max-concurrent N] [--router-spend-cap-cents N] [--router-window-calls N] [--router-window-seconds N]',
+    options: { account: str, ...LIMIT_FLAGS },
+    changesAuth: true,
+    async run({ values, db, accounts }) {
+      const id = required(values, 'account');
+      await accountExists(db, id);
+      return accountJson(await accounts.setLimits(id, limitsPatch(values)));
+    },
+  },
+  {
+    group: 'key',
+    action: 'create',
+    summary: '--account ID [--name NAME]: prints a new API key (shown once)',
+    options: { account: str, name: str },
+    async run({ values, db, accounts }) {
+      const id = required(values, 'account');
+      await accountExists(db, id);
+      const key = await accounts.createApiKey(id, values.name ?? 'default');
+      return { key_id: key.id, api_key: key.key, prefix: key.prefix };
+    },
+  },
+  {
+    group: 'key',
+    action: 'revoke',
+    summary: '--key KEY_ID_OR_PREFIX',
+    options: { key: str },
+    changesAuth: true,
+    async run({ values, accounts }) {
+      const revoked = await accounts.revokeApiKey(required(values, 'key'));
+      if (revoked === 0) throw new InputError('no active key with that id or prefix');
+      return { revoked };
+    },
+  },
+  {
+    group: 'credits',
+    action: 'add',
+    summary: '--account ID --amount N (negative to deduct)',
+    options: { account: str, amount: str },
+    changesAuth: true,
+    async run({ values, db, accounts }) {
+      const id = required(values, 'account');
+      await accountExists(db, id);
+      const balance = await accounts.addCredits(id, wholeNumber(required(values, 'amount'), 'amount'), 'admin');
+      return { account_id: id, credits: balance };
+    },
+  },
+  {
+    group: 'router',
+    action: 'token',
+    summary: '--account ID [--ttl SECONDS]: mints a router JWT (HS256, ROUTER_JWT_SECRET)',
+    options: { account: str, ttl: str },
+    async run({ values, db, config, mintRouterToken }) {
+      const id = required(values, 'account');
+      await accountExists(db, id);
+      if (!config.router.jwtSecret) throw new InputError('ROUTER_JWT_SECRET is not configured');
+      const ttl = values.ttl === undefined ? 30 * 24 * 3600 : Number(wholeNumber(values.ttl, 'ttl'));
+      return { token: await mintRouterToken(config.router.jwtSecret, id, ttl), expires_in: ttl };
+    },
+  },
+  {
+    group: 'deployment',
+    action: 'create',
+    summary: '--account ID --id DEPLOYMENT_ID --workflow FILE.json: pins a workflow (state starting)',
+    options: { account: str, id: str, workflow: str },
+    async run({ values, db }) {
+      const accountId = required(values, 'account');
+      await accountExists(db, accountId);
+      const id = required(values, 'id');
+      if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(id)) throw new InputError('--id must be a DNS label (a-z, 0-9, -)');
+      let workflow: unknown;
+      try {
+        workflow = JSON.parse(await readFile(required(values, 'workflow'), 'utf8'));
+      } catch (err) {
+        throw new InputError(`--workflow: ${(err as Error).message}`);
+      }
+      if (typeof workflow !== 'object' || workflow === null || Array.isArray(workflow)) throw new InputError('--workflow must hold a JSON object in API format');
+      const row = await db.deployment.create({ data: { id, accountId, workflow: workflow as object } });
+      return { id: row.id, status: row.status };
+    },
+  },
+  ...(['ready', 'stop'] as const).map(
+    (action): Command => ({
+      group: 'deployment',
+      action,
+      summary: `--id DEPLOYMENT_ID: marks the deployment ${action === 'ready' ? 'ready' : 'stopped'}`,
+      options: { id: str },
+      async run({ values, db }) {
+        const id = required(values, 'id');
+        const found = await db.deployment.findUnique({ where: { id } });
+        if (!found) throw new InputError(`no deployment with id ${id}`);
+        const row = await db.deployment.update({ where: { id }, data: { status: action === 'ready' ? 'ready' : 'stopped' } });
+        return { id: row.id, status: row.status };
+      },
+    }),
+  ),
+];
+
+export function usage(): string {
+  return ['usage: npm run admin -- <group> <action> [flags]', ...commands.map((c) => `  ${c.group} ${c.action} ${c.summary}`)].join('\n');
+}

@@ -1,0 +1,21 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import type { Config } from '#libs/config';
+import { AuthModule } from './auth/index.js';
+import { BlobsController } from './blobs/blobs.controller.js';
+import { CoreModule } from './core/core.module.js';
+import { HealthController } from './health/health.controller.js';
+import { AllErrorsFilter } from './http/exception.filter.js';
+import { AssetsModule } from './v2/assets/assets.module.js';
+
+@Module({})
+export class AppModule {
+  static forConfig(config: Config): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [CoreModule.forConfig(config), AuthModule, AssetsModule],
+      controllers: [HealthController, BlobsController],
+      providers: [{ provide: APP_FILTER, useClass: AllErrorsFilter }],
+    };
+  }
+}

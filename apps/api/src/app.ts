@@ -1,0 +1,25 @@
+import 'reflect-metadata';
+import multipart from '@fastify/multipart';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { Config } from '#libs/config';
+import { AppModule } from './app.module.js';
+import { fastifyOptions, installHttpHooks } from './http/fastify-setup.js';
+
+/** Builds the API application (not yet listening). */
+export async function createApi(config: Config): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter(fastifyOptions(config));
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forConfig(config), adapter, {
+    logger: config.logLevel === 'silent' ? false : ['error', 'warn'],
+    bufferLogs: false,
+  });
+  const fastify = app.getHttpAdapter().getInstance();
+  installHttpHooks(fastify, config);
+  await app.register(multipart, {
+    limits: { fileSize: config.maxUploadBytes, files: 2, fields: 100, parts: 110, fieldSize: 1024 * 1024, headerPairs: 100 },
+    throwFileSizeLimit: true,
+  });
+  if (config.api.basePath) app.setGlobalPrefix(config.api.basePath);
+  app.enableShutdownHooks();
+  return app;
+}

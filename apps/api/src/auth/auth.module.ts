@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { PassportModule } from '@nestjs/passport';
+import { ApiKeyAuthService } from './api-key-auth.service.js';
+import { BearerStrategy } from './bearer.strategy.js';
+import { ApiKeyHeaderGuard, BearerAuthGuard } from './guards.js';
+
+@Module({
+  imports: [PassportModule.register({ session: false })],
+  providers: [ApiKeyAuthService, BearerStrategy, BearerAuthGuard, ApiKeyHeaderGuard],
+  exports: [ApiKeyAuthService, BearerAuthGuard, ApiKeyHeaderGuard],
+})
+export class AuthModule {}

@@ -1,0 +1,38 @@
+import { Global, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import type { Config } from '#libs/config';
+import { createPrismaClient, type Db } from '#libs/db';
+import { createBlobStore } from '#libs/storage';
+import { BLOB_STORE, CONFIG, DB, REDIS } from './tokens.js';
+
+/** Process-wide resources, built once from the validated configuration. */
+@Global()
+@Module({})
+export class CoreModule implements OnApplicationShutdown {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(REDIS) private readonly redis: Redis,
+  ) {}
+
+  static forConfig(config: Config) {
+    return {
+      module: CoreModule,
+      providers: [
+        { provide: CONFIG, useValue: config },
+        { provide: DB, useFactory: () => createPrismaClient(config.databaseUrl, 20) },
+        {
+          provide: REDIS,
+          // Producers fail fast instead of queueing commands while Redis is away.
+          useFactory: () => new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 2, lazyConnect: false }),
+        },
+        { provide: BLOB_STORE, useFactory: () => createBlobStore(config) },
+      ],
+      exports: [CONFIG, DB, REDIS, BLOB_STORE],
+    };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.db.$disconnect();
+    this.redis.disconnect();
+  }
+}

@@ -1,0 +1,44 @@
+import { Controller, Get, Inject, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { Redis } from 'ioredis';
+import type { Db } from '#libs/db';
+import type { BlobStore } from '#libs/storage';
+import { BLOB_STORE, DB, REDIS } from '../core/tokens.js';
+
+async function check(name: string, probe: () => Promise<unknown>): Promise<[string, string]> {
+  try {
+    await Promise.race([probe(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2_000))]);
+    return [name, 'ok'];
+  } catch (err) {
+    return [name, `error: ${(err as Error).message.split('\n')[0]?.slice(0, 120) ?? 'unknown'}`];
+  }
+}
+
+@Controller()
+export class HealthController {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(REDIS) private readonly redis: Redis,
+    @Inject(BLOB_STORE) private readonly store: BlobStore,
+  ) {}
+
+  /** Alive: the process answers. */
+  @Get('healthz')
+  healthz(): { status: 'ok' } {
+    return { status: 'ok' };
+  }
+
+  /** Ready: every dependency a request needs answers. */
+  @Get('readyz')
+  async readyz(@Res() reply: FastifyReply): Promise<void> {
+    const checks = Object.fromEntries(
+      await Promise.all([
+        check('postgres', () => this.db.$queryRaw`SELECT 1`),
+        check('redis', () => this.redis.ping()),
+        check('storage', () => this.store.ping()),
+      ]),
+    );
+    const ready = Object.values(checks).every((v) => v === 'ok');
+    reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks });
+  }
+}

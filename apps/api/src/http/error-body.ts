@@ -1,0 +1,113 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, ERROR_STATUS, errorEnvelope, type ErrorCode } from '#libs/contracts';
+
+// Every error leaves in the contract's shape: the ErrorEnvelope on v2 and v1, the router's own
+// body on /v1/models. Errors can reach us from Nest (the exception filter) or from Fastify before a
+// handler runs (body parsing, unknown routes), so both paths call sendError.
+
+export interface ErrorShape {
+  status: number;
+  code: string;
+  message: string;
+  details?: Record<string, unknown>;
+  headers?: Record<string, string>;
+}
+
+const STATUS_CODES: Record<number, ErrorCode> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'invalid_request',
+  409: 'invalid_request',
+  411: 'invalid_request',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  416: 'range_not_satisfiable',
+  422: 'invalid_request',
+  429: 'rate_limited',
+  501: 'not_implemented',
+  503: 'service_unavailable',
+};
+
+const FRIENDLY: Partial<Record<ErrorCode, string>> = {
+  unauthorized: 'Missing or invalid credentials.',
+  forbidden: 'You are not allowed to do this.',
+  not_found: 'Not found.',
+  method_not_allowed: 'Method not allowed on this route.',
+  payload_too_large: 'The request body is larger than allowed.',
+  unsupported_media_type: 'Unsupported content type for this route.',
+  range_not_satisfiable: 'The requested range is not satisfiable.',
+  service_unavailable: 'A dependency is temporarily unavailable; retry shortly.',
+};
+
+interface ErrorLike {
+  statusCode?: number;
+  status?: number;
+  code?: string;
+  name?: string;
+  message?: string;
+  getStatus?: () => number;
+  getResponse?: () => unknown;
+}
+
+const TRANSIENT = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection is closed|Can't reach database|connect ECONN|P1001|P1017|Stream isn't writeable/i;
+
+/** Maps anything thrown to the shape we send; `null` status 500 means "unexpected". */
+export function toErrorShape(err: unknown): ErrorShape & { unexpected: boolean } {
+  if (err instanceof ApiError) {
+    return { status: err.status, code: err.code, message: err.message, details: err.details, headers: err.headers, unexpected: false };
+  }
+  const e = (err ?? {}) as ErrorLike;
+  const status = typeof e.getStatus === 'function' ? e.getStatus() : (e.statusCode ?? e.status);
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    let code: ErrorCode = STATUS_CODES[status] ?? 'invalid_request';
+    let message = FRIENDLY[code] ?? 'The request is invalid.';
+    if (status === 400 && (e.name === 'SyntaxError' || /JSON/i.test(e.code ?? '') || /JSON/.test(e.message ?? ''))) {
+      code = 'invalid_json';
+      message = 'The request body is not valid JSON.';
+    } else if (status === 400 && e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+      message = 'The request body is empty but the content type says JSON.';
+    } else if (status === 400 || status === 406 || status === 422) {
+      message = sanitize(e.message) ?? message;
+    }
+    return { status, code, message, unexpected: false };
+  }
+  if (TRANSIENT.test(`${e.code ?? ''} ${e.message ?? ''}`)) {
+    return { status: 503, code: 'service_unavailable', message: FRIENDLY.service_unavailable!, headers: { 'retry-after': '1' }, unexpected: true };
+  }
+  return { status: ERROR_STATUS.upstream_error, code: 'upstream_error', message: 'Something went wrong on our side. Retry later.', unexpected: true };
+}
+
+function sanitize(message: string | undefined): string | undefined {
+  if (!message) return undefined;
+  // Fastify and Nest messages are safe to show, but keep them short and single-line.
+  return message.replace(/\s+/g, ' ').slice(0, 300);
+}
+
+export function isRouterPath(url: string, basePath: string): boolean {
+  return url.startsWith(`${basePath}/v1/models`);
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, shape: ErrorShape, basePath: string): FastifyReply {
+  for (const [name, value] of Object.entries(shape.headers ?? {})) reply.header(name, value);
+  reply.status(shape.status).type('application/json; charset=utf-8');
+  if (isRouterPath(request.url, basePath)) {
+    const errorType = routerErrorType(shape);
+    reply.header('x-service-error-type', errorType);
+    return reply.send({ detail: shape.message, error_type: errorType });
+  }
+  return reply.send(errorEnvelope(shape.code, shape.message, shape.details));
+}
+
+/** Router bodies use the router's 15 buckets; map generic failures onto them. */
+function routerErrorType(shape: ErrorShape): string {
+  if (shape.status === 401) return 'unauthorized';
+  if (shape.status === 403) return shape.code === 'not_enabled' ? 'not_enabled' : 'forbidden';
+  if (shape.status === 404) return 'model_not_found';
+  if (shape.status === 503) return 'service_unavailable';
+  if (shape.status === 429) return shape.code === 'rate_limited' ? 'rate_limited' : 'concurrency_limit_exceeded';
+  if (shape.status >= 400 && shape.status < 500) return 'invalid_input';
+  return 'internal_error';
+}

@@ -1,0 +1,61 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '#libs/contracts';
+import type { BlobStore, ByteRange } from '#libs/storage';
+
+/** Parses a single `bytes=` range; multi-range requests are served whole, as RFC 9110 allows. */
+export function parseRange(header: string | undefined, size: number): ByteRange | 'unsatisfiable' | null {
+  if (!header) return null;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m) return null;
+  const [, startText, endText] = m;
+  if (startText === '' && endText === '') return null;
+  let start: number;
+  let end: number;
+  if (startText === '') {
+    const suffix = Number(endText);
+    if (suffix === 0) return 'unsatisfiable';
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(startText);
+    end = endText === '' ? size - 1 : Math.min(Number(endText), size - 1);
+  }
+  if (start >= size || start > end) return 'unsatisfiable';
+  return { start, end };
+}
+
+export function contentDisposition(fileName: string): string {
+  const base = fileName.split('/').pop() || 'file';
+  const ascii = base.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  return `inline; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(base)}`;
+}
+
+/** Streams a blob to the client, honouring Range (206/416); never buffers it whole. */
+export async function sendBlob(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  store: BlobStore,
+  blob: { hash: string; fileName: string; contentType: string },
+): Promise<FastifyReply> {
+  const size = await store.size(blob.hash);
+  if (size === null) throw new ApiError('not_found', 'The content is no longer available.');
+  const range = parseRange(request.headers.range, size);
+  reply.header('accept-ranges', 'bytes');
+  reply.header('content-type', blob.contentType);
+  reply.header('content-disposition', contentDisposition(blob.fileName));
+  reply.header('etag', `"${blob.hash}"`);
+  reply.header('x-content-type-options', 'nosniff');
+  if (range === 'unsatisfiable') {
+    reply.header('content-range', `bytes */${size}`);
+    throw new ApiError('range_not_satisfiable', `The range is outside the content of ${size} bytes.`);
+  }
+  if (range) {
+    reply.status(206);
+    reply.header('content-range', `bytes ${range.start}-${range.end}/${size}`);
+    reply.header('content-length', String(range.end - range.start + 1));
+    return reply.send(await store.read(blob.hash, range));
+  }
+  reply.header('content-length', String(size));
+  if (size === 0) return reply.send('');
+  return reply.send(await store.read(blob.hash));
+}

@@ -1,0 +1,17 @@
+import { ConfigError, loadConfig } from '#libs/config';
+import { createApi } from './app.js';
+
+try {
+  const config = loadConfig();
+  const app = await createApi(config);
+  await app.listen(config.api.port, config.api.host);
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address ? address.port : config.api.port;
+  console.log(JSON.stringify({ level: 30, msg: 'listening', role: 'api', host: config.api.host, port, surface: config.surface }));
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+    process.exit(78);
+  }
+  throw err;
+}

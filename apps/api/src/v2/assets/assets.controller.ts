@@ -1,0 +1,91 @@
+import { Body, Controller, Delete, Get, Head, HttpCode, Inject, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '#libs/config';
+import { ApiError, type AssetView } from '#libs/contracts';
+import type { Account } from '#libs/db';
+import type { BlobStore } from '#libs/storage';
+import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
+import { BLOB_STORE, CONFIG } from '../../core/tokens.js';
+import { sendBlob } from '../../http/send-blob.js';
+import { UuidPipe } from '../../http/uuid.pipe.js';
+import { AssetsService, checkTags, parseExpiresIn } from './assets.service.js';
+import { lastField, readMultipartUpload } from './multipart-upload.js';
+
+@Controller('api/v2/assets')
+@UseGuards(BearerAuthGuard)
+export class AssetsController {
+  constructor(
+    private readonly assets: AssetsService,
+    @Inject(BLOB_STORE) private readonly store: BlobStore,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  @Post()
+  async upload(@CurrentAccount() account: Account, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<AssetView> {
+    const parsed = await readMultipartUpload(request, 'file', (stream) => this.assets.storeBytes(stream));
+    const f = parsed.fields;
+    const tags = [...(f.get('tags[]') ?? []), ...(f.get('tags') ?? [])];
+    const { view, createdNew } = await this.assets.finishUpload(
+      account,
+      parsed.stored,
+      {
+        fileName: parsed.fileName,
+        mimeType: parsed.mimeType,
+        expectedHash: lastField(f, 'expected_hash'),
+        contentType: lastField(f, 'content_type'),
+        filePath: lastField(f, 'file_path'),
+        tags: checkTags(tags),
+        expiresIn: parseExpiresIn(lastField(f, 'expires_in')),
+      },
+      request,
+    );
+    reply.status(createdNew ? 201 : 200);
+    return view;
+  }
+
+  @Post('from-hash')
+  async fromHash(
+    @CurrentAccount() account: Account,
+    @Body() body: unknown,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<AssetView> {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw ApiError.invalid('The body must be a JSON object.');
+    const { view, createdNew } = await this.assets.fromHash(account, body, request);
+    reply.status(createdNew ? 201 : 200);
+    return view;
+  }
+
+  @Head('by-hash/:hash')
+  async byHash(@CurrentAccount() account: Account, @Param('hash') hash: string, @Res() reply: FastifyReply): Promise<void> {
+    const found = await this.assets.hasBlob(account, hash);
+    reply.status(found ? 200 : 404).send();
+  }
+
+  @Get(':id')
+  async get(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest): Promise<AssetView> {
+    const asset = await this.assets.find(account, id);
+    return this.assets.view(asset, asset.blob.sizeBytes, false, request);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  async remove(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string): Promise<void> {
+    await this.assets.remove(account, id);
+  }
+
+  @Get(':id/content')
+  async content(
+    @CurrentAccount() account: Account,
+    @Param('id', UuidPipe) id: string,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<FastifyReply> {
+    const asset = await this.assets.find(account, id);
+    if (this.config.surface === 'self-hosted') {
+      return sendBlob(request, reply, this.store, { hash: asset.blobHash, fileName: asset.filePath, contentType: asset.contentType });
+    }
+    const signed = await this.assets.signedUrl(asset, request);
+    return reply.status(302).header('location', signed.url).header('cache-control', 'no-store').send();
+  }
+}

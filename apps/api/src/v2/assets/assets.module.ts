@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { AuthModule } from '../../auth/index.js';
+import { AssetsController } from './assets.controller.js';
+import { AssetsService } from './assets.service.js';
+
+@Module({
+  imports: [AuthModule],
+  controllers: [AssetsController],
+  providers: [AssetsService],
+  exports: [AssetsService],
+})
+export class AssetsModule {}

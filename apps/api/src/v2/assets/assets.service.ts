@@ -1,0 +1,205 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
+import { createAssetRecord, deleteAssetsAndOrphanBlobs, guessContentType, recordBlob, validateFilePath } from '#libs/assets';
+import type { Config } from '#libs/config';
+import { ApiError, type AssetView } from '#libs/contracts';
+import type { Asset, Db } from '#libs/db';
+import { formatHashRef, parseHashRef, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
+import { BLOB_STORE, CONFIG, DB } from '../../core/tokens.js';
+import { requestOrigin } from '../../http/request-origin.js';
+
+const CONTENT_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9_.-]+=("[^"\r\n]*"|[A-Za-z0-9_.+-]+))*$/;
+const MAX_TAGS = 32;
+
+export interface AssetOptions {
+  contentType?: string;
+  filePath?: string;
+  tags?: string[];
+  expiresIn?: number;
+}
+
+export function parseExpiresIn(value: unknown): number | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const n = typeof value === 'number' ? value : /^\d+$/.test(String(value)) ? Number(value) : NaN;
+  if (!Number.isInteger(n) || n < 60 || n > 604_800) throw ApiError.invalid('expires_in must be a whole number of seconds from 60 to 604800.');
+  return n;
+}
+
+export function checkTags(tags: unknown): string[] {
+  if (tags === undefined || tags === null) return [];
+  if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string' || t.length === 0 || t.length > 128)) {
+    throw ApiError.invalid('tags must be a list of strings of 1 to 128 characters.');
+  }
+  if (tags.length > MAX_TAGS) throw ApiError.invalid(`At most ${MAX_TAGS} tags are allowed.`);
+  return tags as string[];
+}
+
+function checkContentType(value: string | undefined, fallback: string): string {
+  if (value === undefined || value === '') return fallback;
+  if (!CONTENT_TYPE.test(value)) throw ApiError.invalid('content_type must be a media type such as image/png.');
+  return value;
+}
+
+function checkFilePath(value: string): string {
+  const problem = validateFilePath(value);
+  if (problem) throw ApiError.invalid(`file_path ${problem}.`);
+  return value;
+}
+
+@Injectable()
+export class AssetsService {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(BLOB_STORE) private readonly store: BlobStore,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  /** Streams bytes into the store (hashing on the way) and returns the stored blob. */
+  async storeBytes(body: Readable): Promise<StoredBlob> {
+    try {
+      return await this.store.put(body, { maxBytes: this.config.maxUploadBytes });
+    } catch (err) {
+      if (err instanceof TooLargeError || (err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') {
+        throw new ApiError('payload_too_large', `The file is larger than the limit of ${this.config.maxUploadBytes} bytes.`, {
+          max_bytes: this.config.maxUploadBytes,
+        });
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Records an upload. `created_new` (and 201) says whether these bytes are new *to the caller*:
+   * saying whether anyone else stored them would reveal another account's files.
+   */
+  async finishUpload(
+    account: { id: string },
+    stored: StoredBlob,
+    upload: { fileName: string; mimeType?: string; expectedHash?: string } & AssetOptions,
+    request: FastifyRequest,
+  ): Promise<{ view: AssetView; createdNew: boolean }> {
+    if (upload.expectedHash !== undefined) {
+      const expected = parseHashRef(upload.expectedHash);
+      if (!expected || expected !== stored.hash) {
+        await this.discardIfUnreferenced(stored);
+        if (!expected) throw ApiError.invalid('expected_hash must look like blake3:<64 hex digits>.');
+        throw new ApiError('hash_mismatch', 'The uploaded bytes do not match expected_hash; nothing was stored.', {
+          expected_hash: formatHashRef(expected),
+          actual_hash: formatHashRef(stored.hash),
+        });
+      }
+    }
+    const filePath = checkFilePath(upload.filePath || upload.fileName || 'upload.bin');
+    const contentType = checkContentType(upload.contentType, upload.mimeType && upload.mimeType !== 'application/octet-stream' ? upload.mimeType : guessContentType(filePath));
+    const hadBefore = await this.db.asset.count({ where: { accountId: account.id, blobHash: stored.hash } });
+    await recordBlob(this.db, stored);
+    const asset = await createAssetRecord(this.db, {
+      accountId: account.id,
+      blobHash: stored.hash,
+      filePath,
+      contentType,
+      tags: upload.tags,
+      expiresAt: upload.expiresIn ? new Date(Date.now() + upload.expiresIn * 1000) : null,
+    });
+    const createdNew = hadBefore === 0;
+    return { view: await this.view(asset, BigInt(stored.sizeBytes), createdNew, request), createdNew };
+  }
+
+  private async discardIfUnreferenced(stored: StoredBlob): Promise<void> {
+    if (!stored.created) return;
+    const known = await this.db.blob.findUnique({ where: { hash: stored.hash } });
+    if (!known) await this.store.delete(stored.hash);
+  }
+
+  /** A new record over a blob the caller already uses; another account's blob looks unknown. */
+  async fromHash(
+    account: { id: string },
+    body: { hash?: unknown; file_path?: unknown; tags?: unknown; expires_in?: unknown; content_type?: unknown },
+    request: FastifyRequest,
+  ): Promise<{ view: AssetView; createdNew: boolean }> {
+    const hash = parseHashRef(body.hash);
+    if (!hash) throw ApiError.invalid('hash must look like blake3:<64 hex digits>.');
+    if (body.file_path !== undefined && typeof body.file_path !== 'string') throw ApiError.invalid('file_path must be a string.');
+    if (body.content_type !== undefined && typeof body.content_type !== 'string') throw ApiError.invalid('content_type must be a string.');
+    const tags = checkTags(body.tags);
+    const expiresIn = parseExpiresIn(body.expires_in);
+    const existing = await this.db.asset.findFirst({
+      where: { accountId: account.id, blobHash: hash, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] },
+      include: { blob: true },
+      orderBy: { createdAt: 'asc' },
+    });
+    if (!existing) throw new ApiError('blob_not_found', 'No blob with this hash is available to you.');
+    const filePath = body.file_path === undefined ? existing.filePath : checkFilePath(body.file_path);
+    const contentType = checkContentType(body.content_type as string | undefined, body.file_path === undefined ? existing.contentType : guessContentType(filePath));
+    const sameTags = (a: string[], b: string[]) => a.length === b.length && a.every((t, i) => t === b[i]);
+    if (existing.filePath === filePath && existing.contentType === contentType && sameTags(existing.tags, tags) && expiresIn === undefined) {
+      return { view: await this.view(existing, existing.blob.sizeBytes, false, request), createdNew: false };
+    }
+    const asset = await createAssetRecord(this.db, {
+      accountId: account.id,
+      blobHash: hash,
+      filePath,
+      contentType,
+      tags,
+      expiresAt: expiresIn ? new Date(Date.now() + expiresIn * 1000) : null,
+    });
+    return { view: await this.view(asset, existing.blob.sizeBytes, true, request), createdNew: true };
+  }
+
+  async hasBlob(account: { id: string }, hashRef: string): Promise<boolean> {
+    const hash = parseHashRef(hashRef);
+    if (!hash) return false;
+    const found = await this.db.asset.findFirst({
+      where: { accountId: account.id, blobHash: hash, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] },
+      select: { id: true },
+    });
+    return found !== null;
+  }
+
+  /** The caller's live asset, or 404 exactly as if it did not exist. */
+  async find(account: { id: string }, id: string): Promise<Asset & { blob: { sizeBytes: bigint } }> {
+    const asset = await this.db.asset.findFirst({
+      where: { id, accountId: account.id, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] },
+      include: { blob: { select: { sizeBytes: true } } },
+    });
+    if (!asset) throw ApiError.notFound('asset');
+    return asset;
+  }
+
+  async remove(account: { id: string }, id: string): Promise<void> {
+    const asset = await this.find(account, id);
+    const live = await this.db.$queryRaw<{ n: bigint }[]>`
+      SELECT count(*) AS n FROM jobs WHERE account_id = ${account.id}::uuid
+      AND status IN ('queued', 'running', 'canceling') AND workflow::text LIKE ${'%' + asset.id + '%'}`;
+    if (Number(live[0]?.n ?? 0) > 0) throw new ApiError('asset_in_use', 'A job that has not finished uses this asset.');
+    await deleteAssetsAndOrphanBlobs(this.db, this.store, [asset.id]);
+  }
+
+  async signedUrl(asset: Asset, request: FastifyRequest): Promise<{ url: string; expiresAt: Date }> {
+    return this.store.signedUrl(asset.blobHash, {
+      fileName: asset.filePath.split('/').pop() || 'file',
+      contentType: asset.contentType,
+      expiresInSeconds: this.config.signedUrlTtlSeconds,
+      origin: requestOrigin(request, this.config),
+    });
+  }
+
+  async view(asset: Asset, sizeBytes: bigint, createdNew: boolean, request: FastifyRequest): Promise<AssetView> {
+    const signed = await this.signedUrl(asset, request);
+    return {
+      id: asset.id,
+      hash: formatHashRef(asset.blobHash),
+      size_bytes: Number(sizeBytes),
+      content_type: asset.contentType,
+      file_path: asset.filePath,
+      tags: asset.tags,
+      created_new: createdNew,
+      created_at: asset.createdAt.toISOString(),
+      url: signed.url,
+      url_expires_at: signed.expiresAt.toISOString(),
+      expires_at: asset.expiresAt ? asset.expiresAt.toISOString() : null,
+      job_id: asset.jobId,
+    };
+  }
+}

@@ -1,0 +1,74 @@
+import type { FastifyRequest } from 'fastify';
+import { ApiError } from '#libs/contracts';
+import type { StoredBlob } from '#libs/storage';
+
+export interface ParsedUpload {
+  stored: StoredBlob;
+  fileName: string;
+  mimeType: string;
+  fields: Map<string, string[]>;
+}
+
+/**
+ * Reads a multipart upload whose `file` part is streamed straight into storage. Text fields may
+ * come before or after the file; they are collected as they arrive.
+ */
+export async function readMultipartUpload(
+  request: FastifyRequest,
+  fileField: string,
+  store: (stream: NodeJS.ReadableStream & import('node:stream').Readable) => Promise<StoredBlob>,
+): Promise<ParsedUpload> {
+  if (!request.isMultipart()) {
+    throw new ApiError('unsupported_media_type', 'Send the upload as multipart/form-data.');
+  }
+  const fields = new Map<string, string[]>();
+  let upload: Omit<ParsedUpload, 'fields'> | null = null;
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'file') {
+        if (part.fieldname !== fileField || upload) {
+          part.file.resume(); // drain parts we do not use
+          if (part.fieldname === fileField) throw ApiError.invalid(`Send exactly one "${fileField}" part.`);
+          continue;
+        }
+        const stored = await store(part.file);
+        if (part.file.truncated) throw new ApiError('payload_too_large', 'The file is larger than the upload limit.');
+        upload = { stored, fileName: part.filename, mimeType: part.mimetype };
+      } else {
+        const list = fields.get(part.fieldname) ?? [];
+        list.push(String(part.value));
+        fields.set(part.fieldname, list);
+      }
+    }
+  } catch (err) {
+    throw multipartError(err);
+  }
+  if (!upload) throw ApiError.invalid(`The multipart body has no "${fileField}" file part.`);
+  return { ...upload, fields };
+}
+
+function multipartError(err: unknown): unknown {
+  if (err instanceof ApiError) return err;
+  const e = err as { code?: string; statusCode?: number; message?: string };
+  switch (e.code) {
+    case 'FST_REQ_FILE_TOO_LARGE':
+      return new ApiError('payload_too_large', 'The file is larger than the upload limit.');
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FILES_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return new ApiError('payload_too_large', 'The multipart body has too many parts.');
+    case 'FST_PROTO_VIOLATION':
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+      return ApiError.invalid('The multipart body is malformed.');
+  }
+  if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return err;
+  if (/Unexpected end of form|Malformed|boundary|Part terminated early/i.test(e.message ?? '')) {
+    return ApiError.invalid('The multipart body is malformed or ends early.');
+  }
+  return err;
+}
+
+export function lastField(fields: Map<string, string[]>, name: string): string | undefined {
+  const list = fields.get(name);
+  return list ? list[list.length - 1] : undefined;
+}

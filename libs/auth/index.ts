@@ -1,0 +1,2 @@
+export { generateApiKey, hashApiKey, looksLikeApiKey } from './api-keys.js';
+export { mintRouterToken, verifyRouterToken, RouterTokenError } from './router-jwt.js';

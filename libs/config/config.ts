@@ -1,0 +1,213 @@
+import { z } from 'zod';
+
+// Every environment variable the project reads, with its default. `.env.example` is checked
+// against this table by a test, so the two never drift apart.
+export const ENV_DEFAULTS = {
+  NODE_ENV: 'development',
+  LOG_LEVEL: 'info',
+  DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/comfy_cloud',
+  REDIS_URL: 'redis://127.0.0.1:6379',
+  REDIS_PREFIX: 'cc',
+  API_HOST: '127.0.0.1',
+  API_PORT: '8080',
+  PUBLIC_URL: '',
+  SURFACE: 'cloud',
+  BASE_PATH: '',
+  DEPLOYMENT_DOMAIN: '',
+  SELF_HOSTED_TOKEN: '',
+  OPERATOR_TOKEN: '',
+  SIGNING_SECRET: 'dev-only-signing-secret-change-me',
+  SIGNED_URL_TTL_SECONDS: '3600',
+  MAX_UPLOAD_BYTES: String(100 * 1024 * 1024),
+  MAX_JSON_BODY_BYTES: String(8 * 1024 * 1024),
+  STORAGE_DRIVER: 'local',
+  STORAGE_DIR: '.data/blobs',
+  S3_ENDPOINT: '',
+  S3_PUBLIC_ENDPOINT: '',
+  S3_REGION: 'us-east-1',
+  S3_BUCKET: 'comfy-cloud',
+  S3_ACCESS_KEY_ID: '',
+  S3_SECRET_ACCESS_KEY: '',
+  S3_FORCE_PATH_STYLE: 'true',
+  JOB_RETENTION_SECONDS: String(7 * 24 * 3600),
+  JOB_QUEUE_TIMEOUT_SECONDS: String(24 * 3600),
+  JOB_EXECUTION_TIMEOUT_SECONDS: String(3600),
+  CREDITS_PER_SECOND: '1',
+  ENGINE_URL: 'http://127.0.0.1:8188',
+  WORKER_ID: '',
+  ROUTER_JWT_SECRET: '',
+  ROUTER_JWT_PUBLIC_KEYS: '',
+  ROUTER_DEADLINE_MS: String(10 * 60 * 1000),
+  ROUTER_CATALOG_FILE: 'router/catalog.json',
+} as const;
+
+export type EnvName = keyof typeof ENV_DEFAULTS;
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .regex(/^-?\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+const url = (protocols: string[]) =>
+  z.string().refine((v) => {
+    try {
+      return protocols.includes(new URL(v).protocol);
+    } catch {
+      return false;
+    }
+  }, `must be a URL (${protocols.join(' or ')})`);
+
+const optionalUrl = z.string().refine((v) => v === '' || URL.canParse(v), 'must be empty or a URL');
+
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  DATABASE_URL: url(['postgresql:', 'postgres:']),
+  REDIS_URL: url(['redis:', 'rediss:']),
+  REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_:.-]{1,64}$/, 'letters, digits, _ : . - only'),
+  API_HOST: z.string().min(1),
+  API_PORT: int(0, 65535),
+  PUBLIC_URL: optionalUrl,
+  SURFACE: z.enum(['cloud', 'deployment', 'self-hosted']),
+  BASE_PATH: z
+    .string()
+    .regex(/^(\/[A-Za-z0-9._~-]+)*$/, 'must be empty or like /prefix (no trailing slash)'),
+  DEPLOYMENT_DOMAIN: z.string(),
+  SELF_HOSTED_TOKEN: z.string(),
+  OPERATOR_TOKEN: z.string(),
+  SIGNING_SECRET: z.string().min(16, 'must be at least 16 characters'),
+  SIGNED_URL_TTL_SECONDS: int(1, 7 * 24 * 3600),
+  MAX_UPLOAD_BYTES: int(1),
+  MAX_JSON_BODY_BYTES: int(1024),
+  STORAGE_DRIVER: z.enum(['local', 's3']),
+  STORAGE_DIR: z.string().min(1),
+  S3_ENDPOINT: optionalUrl,
+  S3_PUBLIC_ENDPOINT: optionalUrl,
+  S3_REGION: z.string().min(1),
+  S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{2,62}$/, 'must be a valid bucket name'),
+  S3_ACCESS_KEY_ID: z.string(),
+  S3_SECRET_ACCESS_KEY: z.string(),
+  S3_FORCE_PATH_STYLE: bool,
+  JOB_RETENTION_SECONDS: int(60),
+  JOB_QUEUE_TIMEOUT_SECONDS: int(1),
+  JOB_EXECUTION_TIMEOUT_SECONDS: int(1),
+  CREDITS_PER_SECOND: int(0),
+  ENGINE_URL: url(['http:', 'https:']),
+  WORKER_ID: z.string(),
+  ROUTER_JWT_SECRET: z.string(),
+  ROUTER_JWT_PUBLIC_KEYS: z.string(),
+  ROUTER_DEADLINE_MS: int(1),
+  ROUTER_CATALOG_FILE: z.string().min(1),
+});
+
+type Parsed = z.infer<typeof schema>;
+export type Surface = Parsed['SURFACE'];
+
+export interface Config {
+  env: Parsed['NODE_ENV'];
+  logLevel: Parsed['LOG_LEVEL'];
+  databaseUrl: string;
+  redisUrl: string;
+  redisPrefix: string;
+  api: { host: string; port: number; publicUrl: string; basePath: string };
+  surface: Surface;
+  deploymentDomain: string;
+  selfHostedToken: string;
+  operatorToken: string;
+  signingSecret: string;
+  signedUrlTtlSeconds: number;
+  maxUploadBytes: number;
+  maxJsonBodyBytes: number;
+  storage:
+    | { driver: 'local'; dir: string }
+    | {
+        driver: 's3';
+        endpoint: string;
+        publicEndpoint: string;
+        region: string;
+        bucket: string;
+        accessKeyId: string;
+        secretAccessKey: string;
+        forcePathStyle: boolean;
+      };
+  jobs: {
+    retentionSeconds: number;
+    queueTimeoutSeconds: number;
+    executionTimeoutSeconds: number;
+    creditsPerSecond: number;
+  };
+  worker: { engineUrl: string; workerId: string };
+  router: { jwtSecret: string; jwtPublicKeys: string; deadlineMs: number; catalogFile: string };
+}
+
+export class ConfigError extends Error {}
+
+/** Parses and validates the environment once; a bad value names its variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const raw: Record<string, string> = {};
+  for (const [name, fallback] of Object.entries(ENV_DEFAULTS)) {
+    const value = env[name];
+    raw[name] = value === undefined || value === '' ? fallback : value.trim();
+  }
+  // An S3 endpoint switches the default driver to S3.
+  if (!env.STORAGE_DRIVER && raw.S3_ENDPOINT) raw.STORAGE_DRIVER = 's3';
+
+  const result = schema.safeParse(raw);
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => `${i.path.join('.')}: ${i.message} (got "${raw[String(i.path[0])]}")`);
+    throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  const e = result.data;
+  if (e.NODE_ENV === 'production' && e.SIGNING_SECRET === ENV_DEFAULTS.SIGNING_SECRET) {
+    throw new ConfigError('Invalid configuration:\n  SIGNING_SECRET: must be set in production');
+  }
+  if (e.STORAGE_DRIVER === 's3' && !e.S3_ENDPOINT && !e.S3_REGION) {
+    throw new ConfigError('Invalid configuration:\n  S3_ENDPOINT: or S3_REGION is required for the s3 driver');
+  }
+  return {
+    env: e.NODE_ENV,
+    logLevel: e.LOG_LEVEL,
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    redisPrefix: e.REDIS_PREFIX,
+    api: { host: e.API_HOST, port: e.API_PORT, publicUrl: e.PUBLIC_URL.replace(/\/$/, ''), basePath: e.BASE_PATH },
+    surface: e.SURFACE,
+    deploymentDomain: e.DEPLOYMENT_DOMAIN,
+    selfHostedToken: e.SELF_HOSTED_TOKEN,
+    operatorToken: e.OPERATOR_TOKEN,
+    signingSecret: e.SIGNING_SECRET,
+    signedUrlTtlSeconds: e.SIGNED_URL_TTL_SECONDS,
+    maxUploadBytes: e.MAX_UPLOAD_BYTES,
+    maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
+    storage:
+      e.STORAGE_DRIVER === 'local'
+        ? { driver: 'local', dir: e.STORAGE_DIR }
+        : {
+            driver: 's3',
+            endpoint: e.S3_ENDPOINT,
+            publicEndpoint: e.S3_PUBLIC_ENDPOINT || e.S3_ENDPOINT,
+            region: e.S3_REGION,
+            bucket: e.S3_BUCKET,
+            accessKeyId: e.S3_ACCESS_KEY_ID,
+            secretAccessKey: e.S3_SECRET_ACCESS_KEY,
+            forcePathStyle: e.S3_FORCE_PATH_STYLE,
+          },
+    jobs: {
+      retentionSeconds: e.JOB_RETENTION_SECONDS,
+      queueTimeoutSeconds: e.JOB_QUEUE_TIMEOUT_SECONDS,
+      executionTimeoutSeconds: e.JOB_EXECUTION_TIMEOUT_SECONDS,
+      creditsPerSecond: e.CREDITS_PER_SECOND,
+    },
+    worker: { engineUrl: e.ENGINE_URL, workerId: e.WORKER_ID },
+    router: {
+      jwtSecret: e.ROUTER_JWT_SECRET,
+      jwtPublicKeys: e.ROUTER_JWT_PUBLIC_KEYS,
+      deadlineMs: e.ROUTER_DEADLINE_MS,
+      catalogFile: e.ROUTER_CATALOG_FILE,
+    },
+  };
+}

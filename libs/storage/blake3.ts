@@ -1,0 +1,57 @@
+import { Transform, type TransformCallback } from 'node:stream';
+import { Blake3Hasher, blake3 } from '@napi-rs/blake-hash';
+import { TooLargeError } from './limits.js';
+
+/**
+ * A pass-through that hashes and counts bytes on their way to storage, so a blob is hashed in the
+ * same pass that writes it and is never held whole in memory.
+ */
+export class Blake3Tap extends Transform {
+  private readonly hasher = new Blake3Hasher();
+  private bytes = 0;
+
+  constructor(private readonly maxBytes = Number.POSITIVE_INFINITY) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.maxBytes) {
+      done(new TooLargeError(this.maxBytes));
+      return;
+    }
+    this.hasher.update(chunk);
+    done(null, chunk);
+  }
+
+  get size(): number {
+    return this.bytes;
+  }
+
+  /** Hex digest; call after the stream has finished. */
+  digest(): string {
+    return this.hasher.digest('hex');
+  }
+}
+
+export function blake3Hex(data: Buffer | string): string {
+  return blake3(typeof data === 'string' ? Buffer.from(data) : data).toString('hex');
+}
+
+const HEX = /^[0-9a-f]{64}$/;
+
+export function isBlake3Hex(value: string): boolean {
+  return HEX.test(value);
+}
+
+/** Accepts `blake3:<hex>` (and bare hex), returns the hex or null when malformed. */
+export function parseHashRef(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const hex = value.startsWith('blake3:') ? value.slice(7) : value;
+  const lower = hex.toLowerCase();
+  return isBlake3Hex(lower) ? lower : null;
+}
+
+export function formatHashRef(hex: string): string {
+  return `blake3:${hex}`;
+}

@@ -1,0 +1,53 @@
+import type { Readable } from 'node:stream';
+import type { Config } from '#libs/config';
+import { LocalBlobStore } from './local-store.js';
+import { S3BlobStore } from './s3-store.js';
+
+export interface StoredBlob {
+  hash: string;
+  sizeBytes: number;
+  storageKey: string;
+  /** False when identical bytes were already stored: the new copy was discarded. */
+  created: boolean;
+}
+
+export interface ByteRange {
+  start: number;
+  end: number; // inclusive
+}
+
+export interface SignOptions {
+  fileName: string;
+  contentType: string;
+  expiresInSeconds: number;
+  /** Scheme and authority the client used; the local store's URLs are served by the API itself. */
+  origin: string;
+}
+
+export interface SignedUrl {
+  url: string;
+  expiresAt: Date;
+}
+
+/** Content-addressed bytes: written once under `blake3/<hex>`, hashed while they stream in. */
+export interface BlobStore {
+  readonly driver: 'local' | 's3';
+  put(body: Readable, options?: { maxBytes?: number }): Promise<StoredBlob>;
+  has(hash: string): Promise<boolean>;
+  /** Size in bytes, or null when the blob is not stored. */
+  size(hash: string): Promise<number | null>;
+  read(hash: string, range?: ByteRange): Promise<Readable>;
+  signedUrl(hash: string, options: SignOptions): Promise<SignedUrl>;
+  delete(hash: string): Promise<void>;
+  /** Throws when the store cannot be reached. */
+  ping(): Promise<void>;
+}
+
+export function blobKey(hash: string): string {
+  return `blake3/${hash}`;
+}
+
+export function createBlobStore(config: Config): BlobStore {
+  if (config.storage.driver === 's3') return new S3BlobStore(config.storage);
+  return new LocalBlobStore(config.storage.dir, config.signingSecret, config.api.basePath);
+}

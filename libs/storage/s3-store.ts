@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto';
+import { PassThrough, type Readable } from 'node:stream';
+import {
+  CopyObjectCommand,
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { Blake3Tap, isBlake3Hex } from './blake3.js';
+import { blobKey, type BlobStore, type ByteRange, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
+
+export interface S3Settings {
+  endpoint: string;
+  publicEndpoint: string;
+  region: string;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  forcePathStyle: boolean;
+}
+
+function clientConfig(s: S3Settings, endpoint: string): S3ClientConfig {
+  return {
+    region: s.region,
+    endpoint: endpoint || undefined,
+    forcePathStyle: s.forcePathStyle,
+    credentials: s.accessKeyId ? { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey } : undefined,
+    // Since 3.729 the SDK adds CRC32 checksums that S3-compatible stores reject on presigned URLs.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    maxAttempts: 3,
+  };
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404;
+}
+
+/** Production storage: any S3-compatible store, read by clients through presigned URLs. */
+export class S3BlobStore implements BlobStore {
+  readonly driver = 's3' as const;
+  private readonly s3: S3Client;
+  // Presigned URLs are signed for the endpoint clients can reach, which may differ from ours.
+  private readonly presigner: S3Client;
+  private bucketReady: Promise<void> | null = null;
+
+  constructor(private readonly settings: S3Settings) {
+    this.s3 = new S3Client(clientConfig(settings, settings.endpoint));
+    this.presigner = new S3Client(clientConfig(settings, settings.publicEndpoint));
+  }
+
+  /** Creates the bucket when missing (development and tests; production buckets are provisioned). */
+  ensureBucket(): Promise<void> {
+    this.bucketReady ??= (async () => {
+      try {
+        await this.s3.send(new HeadBucketCommand({ Bucket: this.settings.bucket }));
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        await this.s3.send(new CreateBucketCommand({ Bucket: this.settings.bucket }));
+      }
+    })().catch((err: unknown) => {
+      this.bucketReady = null;
+      throw err;
+    });
+    return this.bucketReady;
+  }
+
+  async put(body: Readable, options: { maxBytes?: number } = {}): Promise<StoredBlob> {
+    await this.ensureBucket();
+    const Bucket = this.settings.bucket;
+    const tmpKey = `tmp/${randomUUID()}`;
+    const tap = new Blake3Tap(options.maxBytes);
+    const piped = new PassThrough();
+    body.on('error', (err) => tap.destroy(err));
+    body.pipe(tap).pipe(piped);
+    tap.on('error', (err) => piped.destroy(err));
+    // The hash is only known at the end, so the bytes go to a temporary key and are copied under
+    // their hash afterwards: one pass over the data, bounded memory (part size x queue size).
+    const upload = new Upload({
+      client: this.s3,
+      params: { Bucket, Key: tmpKey, Body: piped },
+      partSize: 8 * 1024 * 1024,
+      queueSize: 2,
+    });
+    try {
+      await upload.done();
+      const hash = tap.digest();
+      const Key = blobKey(hash);
+      const exists = await this.has(hash);
+      if (!exists) await this.s3.send(new CopyObjectCommand({ Bucket, Key, CopySource: `${Bucket}/${tmpKey}` }));
+      return { hash, sizeBytes: tap.size, storageKey: Key, created: !exists };
+    } finally {
+      await this.s3.send(new DeleteObjectCommand({ Bucket, Key: tmpKey })).catch(() => undefined);
+    }
+  }
+
+  async has(hash: string): Promise<boolean> {
+    return (await this.size(hash)) !== null;
+  }
+
+  async size(hash: string): Promise<number | null> {
+    if (!isBlake3Hex(hash)) return null;
+    try {
+      const head = await this.s3.send(new HeadObjectCommand({ Bucket: this.settings.bucket, Key: blobKey(hash) }));
+      return head.ContentLength ?? 0;
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw err;
+    }
+  }
+
+  async read(hash: string, range?: ByteRange): Promise<Readable> {
+    const out = await this.s3.send(
+      new GetObjectCommand({
+        Bucket: this.settings.bucket,
+        Key: blobKey(hash),
+        Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+      }),
+    );
+    return out.Body as Readable;
+  }
+
+  async signedUrl(hash: string, o: SignOptions): Promise<SignedUrl> {
+    const command = new GetObjectCommand({
+      Bucket: this.settings.bucket,
+      Key: blobKey(hash),
+      ResponseContentType: o.contentType,
+      ResponseContentDisposition: `inline; filename="${o.fileName.replace(/["\\\r\n]/g, '_')}"`,
+    });
+    const url = await getSignedUrl(this.presigner, command, { expiresIn: o.expiresInSeconds });
+    return { url, expiresAt: new Date(Date.now() + o.expiresInSeconds * 1000) };
+  }
+
+  async delete(hash: string): Promise<void> {
+    await this.s3.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: blobKey(hash) }));
+  }
+
+  async ping(): Promise<void> {
+    await this.ensureBucket();
+  }
+}

@@ -1,0 +1,13 @@
+// The S3-compatible server the test suite talks to (s3rver 3.7.1 works with the current AWS SDK).
+import { mkdirSync } from 'node:fs';
+import S3rver from 's3rver';
+
+const port = Number(process.env.S3RVER_PORT ?? 4569);
+const directory = process.env.S3RVER_DIR ?? '/tmp/cc-s3rver';
+mkdirSync(directory, { recursive: true });
+const server = new S3rver({ port, address: '127.0.0.1', silent: true, directory, resetOnClose: true });
+await server.run();
+console.log(JSON.stringify({ msg: 'listening', role: 's3rver', port }));
+const stop = () => server.close().then(() => process.exit(0));
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

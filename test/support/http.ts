@@ -1,0 +1,41 @@
+/** Small fetch helpers for tests: every call returns status, headers and the parsed body. */
+export interface Reply<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export async function call<T = any>(url: string, init: RequestInit = {}): Promise<Reply<T>> {
+  const res = await fetch(url, { redirect: 'manual', ...init });
+  const text = await res.text();
+  let body: any = text;
+  if ((res.headers.get('content-type') ?? '').includes('json') && text) body = JSON.parse(text);
+  return { status: res.status, headers: res.headers, body, text };
+}
+
+export function bearer(key: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { authorization: `Bearer ${key}`, ...extra };
+}
+
+export function jsonInit(method: string, body: unknown, headers: Record<string, string> = {}): RequestInit {
+  return { method, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) };
+}
+
+export function uploadForm(bytes: Uint8Array, fileName: string, fields: Record<string, string | string[]> = {}): FormData {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) {
+    for (const v of Array.isArray(value) ? value : [value]) form.append(name, v);
+  }
+  form.append('file', new Blob([bytes]), fileName);
+  return form;
+}
+
+/** Asserts the contract's ErrorEnvelope and returns its code. */
+export function envelopeCode(reply: Reply): string {
+  const b = reply.body as { error?: { code?: unknown; message?: unknown } };
+  if (!b || typeof b !== 'object' || !b.error || typeof b.error.code !== 'string' || typeof b.error.message !== 'string') {
+    throw new Error(`not an ErrorEnvelope (status ${reply.status}): ${reply.text.slice(0, 300)}`);
+  }
+  return b.error.code;
+}
