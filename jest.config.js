@@ -15,6 +15,8 @@ const swc = [
 
 export default {
   testEnvironment: 'node',
+  // End-to-end suites start real processes; a single test may take several seconds.
+  testTimeout: 30_000,
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': swc },
   moduleNameMapper: {

@@ -178,7 +178,7 @@ export const commands: Command[] = [
   {
     group: 'credits',
     action: 'add',
-    summary: '--account ID --amount N (negative to deduct)',
+    summary: '--account ID --amount N (deduct with --amount=-N)',
     options: { account: str, amount: str },
     changesAuth: true,
     async run({ values, db, accounts }) {

@@ -1,11 +1,12 @@
 import { Body, Controller, Delete, Get, Head, HttpCode, Inject, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
-import { ApiError, type AssetView } from '#libs/contracts';
+import type { AssetView } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { BLOB_STORE, CONFIG } from '../../core/tokens.js';
+import { requireJsonObject } from '../../http/json-body.js';
 import { sendBlob } from '../../http/send-blob.js';
 import { UuidPipe } from '../../http/uuid.pipe.js';
 import { AssetsService, checkTags, parseExpiresIn } from './assets.service.js';
@@ -50,8 +51,7 @@ export class AssetsController {
     @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<AssetView> {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw ApiError.invalid('The body must be a JSON object.');
-    const { view, createdNew } = await this.assets.fromHash(account, body, request);
+    const { view, createdNew } = await this.assets.fromHash(account, requireJsonObject(request, body), request);
     reply.status(createdNew ? 201 : 200);
     return view;
   }

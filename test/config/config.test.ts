@@ -1,0 +1,50 @@
+import { readFileSync } from 'node:fs';
+import { ConfigError, ENV_DEFAULTS, loadConfig } from '#libs/config';
+
+describe('configuration', () => {
+  it('has a working default for every variable', () => {
+    const config = loadConfig({});
+    expect(config.api.port).toBe(8080);
+    expect(config.storage).toEqual({ driver: 'local', dir: '.data/blobs' });
+    expect(config.surface).toBe('cloud');
+    expect(config.maxUploadBytes).toBe(100 * 1024 * 1024);
+  });
+
+  it.each([
+    ['API_PORT', 'eighty'],
+    ['API_PORT', '70000'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['REDIS_URL', 'not a url'],
+    ['SURFACE', 'moon'],
+    ['BASE_PATH', 'no-leading-slash'],
+    ['MAX_UPLOAD_BYTES', '-1'],
+    ['S3_FORCE_PATH_STYLE', 'maybe'],
+    ['SIGNING_SECRET', 'short'],
+    ['LOG_LEVEL', 'loud'],
+  ])('stops on a bad %s and names it', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}:`));
+  });
+
+  it('refuses the development signing secret in production', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SIGNING_SECRET/);
+    expect(loadConfig({ NODE_ENV: 'production', SIGNING_SECRET: 'a-real-production-secret-value' }).env).toBe('production');
+  });
+
+  it('switches to the S3 driver when an endpoint is given', () => {
+    const config = loadConfig({ S3_ENDPOINT: 'http://127.0.0.1:9000', S3_BUCKET: 'media' });
+    expect(config.storage).toMatchObject({ driver: 's3', endpoint: 'http://127.0.0.1:9000', publicEndpoint: 'http://127.0.0.1:9000', bucket: 'media', forcePathStyle: true });
+  });
+
+  it('is listed whole, with the same defaults, in .env.example', () => {
+    const example = new Map(
+      readFileSync('.env.example', 'utf8')
+        .split('\n')
+        .filter((l) => /^[A-Z0-9_]+=/.test(l))
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)] as const),
+    );
+    for (const [name, value] of Object.entries(ENV_DEFAULTS)) {
+      expect(`${name}=${example.get(name)}`).toBe(`${name}=${value}`);
+    }
+  });
+});

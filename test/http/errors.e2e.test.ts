@@ -1,0 +1,98 @@
+import { bearer, call, envelopeCode, jsonInit } from '../support/http.js';
+import type { RunningProcess } from '../support/processes.js';
+import { TestStack } from '../support/stack.js';
+
+describe('errors and request ids', () => {
+  const stack = new TestStack('local');
+  let api: RunningProcess;
+  let key: string;
+
+  beforeAll(async () => {
+    await stack.open();
+    api = await stack.startApi({ MAX_JSON_BODY_BYTES: '4096' });
+    key = (await stack.account()).key;
+  });
+  afterAll(() => stack.close());
+
+  const fromHash = (init: RequestInit) => call(`${api.url}/api/v2/assets/from-hash`, { method: 'POST', ...init });
+
+  it('puts a request id on every response and keeps a well-formed one the client sent', async () => {
+    for (const res of [
+      await call(`${api.url}/healthz`),
+      await call(`${api.url}/api/v2/assets/x`),
+      await call(`${api.url}/no/such/route`),
+      await fromHash({ headers: bearer(key, { 'content-type': 'application/json' }), body: '{' }),
+    ]) {
+      expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    const mine = await call(`${api.url}/healthz`, { headers: { 'x-request-id': 'client-trace-42' } });
+    expect(mine.headers.get('x-request-id')).toBe('client-trace-42');
+    const odd = await call(`${api.url}/healthz`, { headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(odd.headers.get('x-request-id')).not.toBe('bad id with spaces');
+  });
+
+  it('answers every authentication failure with 401 unauthorized', async () => {
+    const url = `${api.url}/api/v2/assets/00000000-0000-4000-8000-000000000000`;
+    const cases: Record<string, string>[] = [
+      {},
+      { authorization: 'Bearer' },
+      { authorization: 'Bearer not-a-key' },
+      { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` },
+      { authorization: `Bearer cck_AAAAAAAA_${'A'.repeat(43)}` },
+      { authorization: `bearer ${key}x` },
+      { 'x-api-key': key }, // v2 takes the key only as a bearer token
+    ];
+    for (const headers of cases) {
+      const res = await call(url, { headers });
+      expect(res.status).toBe(401);
+      expect(envelopeCode(res)).toBe('unauthorized');
+      expect(res.text).not.toContain(key);
+    }
+    expect((await call(url, { headers: bearer(key) })).status).toBe(404);
+  });
+
+  it('answers malformed JSON with 400 invalid_json', async () => {
+    const res = await fromHash({ headers: bearer(key, { 'content-type': 'application/json' }), body: '{"hash": ' });
+    expect(res.status).toBe(400);
+    expect(envelopeCode(res)).toBe('invalid_json');
+  });
+
+  it('answers a JSON route given another content type with 415', async () => {
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
+      const res = await fromHash({ headers: bearer(key, { 'content-type': type }), body: 'hash=x' });
+      expect(res.status).toBe(415);
+      expect(envelopeCode(res)).toBe('unsupported_media_type');
+    }
+  });
+
+  it('answers JSON that is not an object with 400', async () => {
+    for (const body of ['[]', '"text"', '42', 'null']) {
+      const res = await fromHash({ headers: bearer(key, { 'content-type': 'application/json' }), body });
+      expect(res.status).toBe(400);
+      envelopeCode(res);
+    }
+  });
+
+  it('answers an oversized body with 413 payload_too_large', async () => {
+    const res = await fromHash(jsonInit('POST', { hash: 'x'.repeat(10_000) }, bearer(key)));
+    expect(res.status).toBe(413);
+    expect(envelopeCode(res)).toBe('payload_too_large');
+  });
+
+  it('answers an id that is not a UUID with 400, and an unknown route with 404', async () => {
+    for (const id of ['123', 'not-a-uuid', "1' OR '1'='1", '%00']) {
+      const res = await call(`${api.url}/api/v2/assets/${id}`, { headers: bearer(key) });
+      expect(res.status).toBe(400);
+      expect(envelopeCode(res)).toBe('invalid_request');
+    }
+    const route = await call(`${api.url}/api/v2/nothing-here`, { headers: bearer(key) });
+    expect(route.status).toBe(404);
+    expect(envelopeCode(route)).toBe('not_found');
+  });
+
+  it('reports its dependencies on /readyz', async () => {
+    const res = await call(`${api.url}/readyz`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ready', checks: { postgres: 'ok', redis: 'ok', storage: 'ok' } });
+  });
+});
