@@ -35,10 +35,18 @@ export const ENV_DEFAULTS = {
   CREDITS_PER_SECOND: '1',
   ENGINE_URL: 'http://127.0.0.1:8188',
   WORKER_ID: '',
+  WORKER_HOST: '127.0.0.1',
+  WORKER_PORT: '8081',
+  WORKER_SHUTDOWN_GRACE_MS: '25000',
+  JOB_MAX_ATTEMPTS: '3',
+  LOG_CAPTURE_BYTES: String(64 * 1024),
   ROUTER_JWT_SECRET: '',
   ROUTER_JWT_PUBLIC_KEYS: '',
   ROUTER_DEADLINE_MS: String(10 * 60 * 1000),
   ROUTER_CATALOG_FILE: 'router/catalog.json',
+  // Comma-separated `provider=url`: replaces the origin (and prefixes the path) of that provider's
+  // upstream URLs from the catalog, for tests, staging and operator proxies.
+  ROUTER_UPSTREAM_BASE_URLS: '',
 } as const;
 
 export type EnvName = keyof typeof ENV_DEFAULTS;
@@ -97,11 +105,17 @@ const schema = z.object({
   JOB_EXECUTION_TIMEOUT_SECONDS: int(1),
   CREDITS_PER_SECOND: int(0),
   ENGINE_URL: url(['http:', 'https:']),
-  WORKER_ID: z.string(),
+  WORKER_ID: z.string().regex(/^[A-Za-z0-9._-]{0,64}$/, 'letters, digits, . _ - only'),
+  WORKER_HOST: z.string().min(1),
+  WORKER_PORT: int(0, 65535),
+  WORKER_SHUTDOWN_GRACE_MS: int(0),
+  JOB_MAX_ATTEMPTS: int(1, 10),
+  LOG_CAPTURE_BYTES: int(0, 10 * 1024 * 1024),
   ROUTER_JWT_SECRET: z.string(),
   ROUTER_JWT_PUBLIC_KEYS: z.string(),
   ROUTER_DEADLINE_MS: int(1),
   ROUTER_CATALOG_FILE: z.string().min(1),
+  ROUTER_UPSTREAM_BASE_URLS: z.string().refine((v) => parseUpstreamBaseUrls(v) !== null, 'must be empty or provider=http(s) URL pairs separated by commas'),
 });
 
 type Parsed = z.infer<typeof schema>;
@@ -139,9 +153,23 @@ export interface Config {
     queueTimeoutSeconds: number;
     executionTimeoutSeconds: number;
     creditsPerSecond: number;
+    maxAttempts: number;
   };
-  worker: { engineUrl: string; workerId: string };
-  router: { jwtSecret: string; jwtPublicKeys: string; deadlineMs: number; catalogFile: string };
+  worker: { engineUrl: string; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
+  router: { jwtSecret: string; jwtPublicKeys: string; deadlineMs: number; catalogFile: string; upstreamBaseUrls: Record<string, string> };
+}
+
+/** `acme=http://127.0.0.1:9000,nova=https://proxy/nova` to a map; null when malformed. */
+export function parseUpstreamBaseUrls(value: string): Record<string, string> | null {
+  const result: Record<string, string> = {};
+  for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const eq = pair.indexOf('=');
+    const provider = pair.slice(0, eq);
+    const base = pair.slice(eq + 1).replace(/\/+$/, '');
+    if (eq < 1 || !/^[a-z0-9]+([._-][a-z0-9]+)*$/.test(provider) || !/^https?:\/\//.test(base) || !URL.canParse(base)) return null;
+    result[provider] = base;
+  }
+  return result;
 }
 
 export class ConfigError extends Error {}
@@ -201,13 +229,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       queueTimeoutSeconds: e.JOB_QUEUE_TIMEOUT_SECONDS,
       executionTimeoutSeconds: e.JOB_EXECUTION_TIMEOUT_SECONDS,
       creditsPerSecond: e.CREDITS_PER_SECOND,
+      maxAttempts: e.JOB_MAX_ATTEMPTS,
     },
-    worker: { engineUrl: e.ENGINE_URL, workerId: e.WORKER_ID },
+    worker: {
+      engineUrl: e.ENGINE_URL,
+      workerId: e.WORKER_ID,
+      host: e.WORKER_HOST,
+      port: e.WORKER_PORT,
+      shutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS,
+      logCaptureBytes: e.LOG_CAPTURE_BYTES,
+    },
     router: {
       jwtSecret: e.ROUTER_JWT_SECRET,
       jwtPublicKeys: e.ROUTER_JWT_PUBLIC_KEYS,
       deadlineMs: e.ROUTER_DEADLINE_MS,
       catalogFile: e.ROUTER_CATALOG_FILE,
+      upstreamBaseUrls: parseUpstreamBaseUrls(e.ROUTER_UPSTREAM_BASE_URLS) ?? {},
     },
   };
 }

@@ -1,0 +1,32 @@
+import { createServer, type Server } from 'node:http';
+
+export type Probe = () => Promise<Record<string, string>>;
+
+/** /healthz (alive) and /readyz (engine, PostgreSQL, Redis, storage) for orchestrators. */
+export function startHealthServer(host: string, port: number, ready: Probe): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.url === '/healthz') return send(200, { status: 'ok' });
+    if (req.url === '/readyz') {
+      void ready().then(
+        (checks) => {
+          const ok = Object.values(checks).every((v) => v === 'ok');
+          send(ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', checks });
+        },
+        () => send(503, { status: 'not_ready' }),
+      );
+      return;
+    }
+    send(404, { error: { code: 'not_found', message: 'Not found.' } });
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      const address = server.address();
+      resolve({ server, port: typeof address === 'object' && address ? address.port : port });
+    });
+  });
+}

@@ -1,0 +1,313 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Config } from '#libs/config';
+import type { Db, Job } from '#libs/db';
+import { EngineValidationError, type EngineClient, type EngineMessage, type EngineSocket } from '#libs/engine-protocol';
+import {
+  finishJob,
+  publishAccountMessage,
+  transition,
+  type ExtraDataVault,
+  type JobEventLog,
+  type JobKeys,
+  type Outcome,
+} from '#libs/jobs';
+import type { BlobStore } from '#libs/storage';
+import type { ProgressView } from '#libs/contracts';
+import { stageInputs, StagingError, type ApiWorkflow } from './input-staging.js';
+import { OutputStore, OutputStoreError, type StoredOutput } from './output-store.js';
+import { RunContext, type EngineOutcome } from './run-context.js';
+import type { ReportedOutput } from './output-kinds.js';
+import { Throttle } from './throttle.js';
+
+export interface RunnerDeps {
+  db: Db;
+  redis: Redis;
+  store: BlobStore;
+  engine: EngineClient;
+  socket: EngineSocket;
+  events: JobEventLog;
+  vault: ExtraDataVault;
+  keys: JobKeys;
+  config: Config;
+  workerId: string;
+  log: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+}
+
+type Ending = { outcome: Outcome } | { handBack: string };
+
+const ENGINE_LOST_MS = 30_000;
+
+/** Runs one job on this worker's engine, from claim to terminal state (or hand-back). */
+export class JobRunner {
+  private current: { jobId: string; cancel: (reason: 'cancel' | 'expired') => void; shutdown: () => void } | null = null;
+
+  constructor(private readonly d: RunnerDeps) {}
+
+  get currentJobId(): string | null {
+    return this.current?.jobId ?? null;
+  }
+
+  /** Asked to stop (SIGTERM): the running job gets the grace period, then is handed back. */
+  shutdown(): void {
+    this.current?.shutdown();
+  }
+
+  cancel(jobId: string, reason: 'cancel' | 'expired' = 'cancel'): void {
+    if (this.current?.jobId === jobId) this.current.cancel(reason);
+  }
+
+  async run(jobId: string): Promise<void> {
+    const { db, config, workerId } = this.d;
+    const found = await db.job.findUnique({ where: { id: jobId } });
+    if (!found || found.status !== 'queued') return; // canceled or expired while waiting
+    const now = new Date();
+    const job = await transition(db, jobId, ['queued'], 'running', {
+      workerId,
+      attempts: { increment: 1 },
+      startedAt: found.startedAt ?? now,
+      queueMs: found.queueMs ?? Math.max(0, now.getTime() - found.createdAt.getTime()),
+      runDeadlineAt: found.runDeadlineAt ?? new Date(now.getTime() + config.jobs.executionTimeoutSeconds * 1000),
+    });
+    if (!job) return;
+    await this.status(job, 'running');
+    let ending: Ending;
+    try {
+      ending = await this.execute(job);
+    } catch (err) {
+      this.d.log('error', 'job run failed unexpectedly', { job_id: jobId, err: (err as Error).message });
+      ending = { outcome: { status: 'failed', error: { code: 'worker_error', message: 'The worker failed while running this job.' } } };
+    } finally {
+      this.current = null;
+    }
+    await this.conclude(job, ending);
+  }
+
+  private async conclude(job: Job, ending: Ending): Promise<void> {
+    const { db, config, workerId } = this.d;
+    if ('handBack' in ending) {
+      const latest = await db.job.findUnique({ where: { id: job.id } });
+      if (latest && latest.attempts < config.jobs.maxAttempts && latest.status === 'running') {
+        const back = await transition(db, job.id, ['running'], 'queued', { dispatchedAt: null, workerId: null }, { workerId });
+        if (back) {
+          this.d.log('warn', 'job handed back', { job_id: job.id, reason: ending.handBack });
+          await this.status(back, 'queued');
+          return;
+        }
+      }
+      if (latest?.status === 'canceling') ending = { outcome: { status: 'canceled' } };
+      else ending = { outcome: { status: 'failed', error: { code: 'engine_unavailable', message: ending.handBack } } };
+    }
+    const done = await finishJob(db, job.id, ending.outcome, config.jobs.creditsPerSecond, new Date(), { workerId });
+    await this.d.vault.delete(job.id);
+    if (done) await this.status(done, done.status);
+  }
+
+  private async status(job: Job, status: string): Promise<void> {
+    await this.d.events.append(job.id, job.accountId, 'status', { status, queue_position: null });
+  }
+
+  private async execute(job: Job): Promise<Ending> {
+    const { db, engine, socket, store, events, config, keys, redis } = this.d;
+    const workflow = job.workflow as unknown as ApiWorkflow;
+    let staged: ApiWorkflow;
+    try {
+      staged = await stageInputs(workflow, job.accountId, db, store, engine);
+    } catch (err) {
+      if (err instanceof StagingError) return { outcome: { status: 'failed', error: { code: 'missing_asset', message: err.message } } };
+      return { handBack: `Could not stage inputs on the engine: ${(err as Error).message}` };
+    }
+    const promptId = randomUUID();
+    await db.job.update({ where: { id: job.id }, data: { enginePromptId: promptId } });
+
+    const outputs = new OutputStore(db, store, engine, events);
+    const stored: StoredOutput[] = [];
+    let outputFailure: Error | null = null;
+    // Outputs are stored, and v1 messages forwarded, strictly in the engine's order.
+    let chain: Promise<void> = Promise.resolve();
+    const enqueue = (step: () => Promise<void>) => {
+      chain = chain.then(step).catch((err: unknown) => {
+        if (err instanceof OutputStoreError) outputFailure = err;
+        else this.d.log('warn', 'output step failed', { job_id: job.id, err: (err as Error).message });
+      });
+    };
+    const forwardV1 = (message: EngineMessage) =>
+      publishAccountMessage(redis, keys, {
+        accountId: job.accountId,
+        text: JSON.stringify({ type: message.type, data: { ...(message.data as object), prompt_id: job.id } }),
+      });
+
+    const persist = new Throttle(1000);
+    const announce = new Throttle(500);
+    const previewGate = new Throttle(500);
+    let latestProgress: ProgressView | null = null;
+    const ctx = new RunContext(promptId, staged, config.worker.logCaptureBytes, {
+      progress: (snapshot, final) => {
+        latestProgress = snapshot;
+        const write = () => db.job.update({ where: { id: job.id }, data: { progress: snapshot as object } }).then(() => undefined);
+        const send = () => events.append(job.id, job.accountId, 'progress', snapshot).then(() => undefined);
+        if (final) {
+          persist.cancel();
+          announce.cancel();
+          enqueue(async () => {
+            await write();
+            await send();
+          });
+        } else {
+          persist.run(() => void write().catch(() => undefined));
+          announce.run(() => void send().catch(() => undefined));
+        }
+      },
+      preview: (image, mimeType, nodeId, metadata) => {
+        void publishAccountMessage(redis, keys, {
+          accountId: job.accountId,
+          preview: {
+            imageType: mimeType === 'image/png' ? 'png' : 'jpeg',
+            base64: image.toString('base64'),
+            metadata: { ...(metadata ?? {}), node_id: nodeId ?? '', prompt_id: job.id, display_node_id: metadata?.display_node_id ?? nodeId ?? '', parent_node_id: metadata?.parent_node_id ?? null, real_node_id: metadata?.real_node_id ?? nodeId ?? '', image_type: mimeType },
+          },
+        }).catch(() => undefined);
+        previewGate.run(() => void events.append(job.id, job.accountId, 'preview', { node_id: nodeId ?? '', content_type: mimeType, data_base64: image.toString('base64') }).catch(() => undefined));
+      },
+      outputs: (nodeId, reported: ReportedOutput[], message) => {
+        enqueue(async () => {
+          const refs: Record<string, unknown[]> = {};
+          const original = ((message.data as { output?: Record<string, unknown[]> }).output ?? {}) as Record<string, unknown[]>;
+          for (const [key, list] of Object.entries(original)) refs[key] = Array.isArray(list) ? [...list] : list;
+          for (const item of reported) {
+            const saved = await outputs.save(job, nodeId, item);
+            stored.push(saved);
+            if (item.kind === 'file' && Array.isArray(refs[item.key])) refs[item.key]![item.index] = saved.v1Ref;
+          }
+          await forwardV1({ type: 'executed', data: { ...(message.data as object), output: refs } });
+        });
+      },
+      forward: (message) => enqueue(() => forwardV1(message)),
+    });
+
+    const onMessage = (m: EngineMessage) => ctx.onMessage(m);
+    const onBinary = (f: Parameters<typeof ctx.onBinary>[0]) => ctx.onBinary(f);
+    socket.on('message', onMessage);
+    socket.on('binary', onBinary);
+
+    let canceled: 'cancel' | 'expired' | null = null;
+    let stopping = false;
+    const interrupt = async () => {
+      await engine.deleteFromQueue([promptId]).catch(() => undefined);
+      await engine.interrupt(promptId).catch(() => undefined);
+    };
+    const cancelWatch = setInterval(() => {
+      void redis.get(keys.cancelFlag(job.id)).then((flag) => {
+        if (flag && !canceled) this.cancel(job.id, flag === 'expired' ? 'expired' : 'cancel');
+      }).catch(() => undefined);
+    }, 1000);
+    const deadlineMs = (job.runDeadlineAt?.getTime() ?? Date.now() + config.jobs.executionTimeoutSeconds * 1000) - Date.now();
+    const deadline = setTimeout(() => this.cancel(job.id, 'expired'), Math.max(0, deadlineMs));
+    let handBackReason: string | null = null;
+    let shutdownTimer: NodeJS.Timeout | undefined;
+    this.current = {
+      jobId: job.id,
+      cancel: (reason) => {
+        if (canceled || ctx.done) return;
+        canceled = reason;
+        void interrupt().then(async () => {
+          // A prompt still waiting in the engine's queue produces no message when deleted.
+          const q = await engine.queue().catch(() => null);
+          const inQueue = q ? [...q.queue_running, ...q.queue_pending].some((item) => item[1] === promptId) : true;
+          if (!inQueue && !ctx.done) {
+            const h = await engine.history(promptId).catch(() => undefined);
+            if (!h) ctx.end({ kind: 'interrupted' });
+          }
+        });
+      },
+      shutdown: () => {
+        if (stopping) return;
+        stopping = true;
+        shutdownTimer = setTimeout(() => {
+          handBackReason = 'The worker was shut down before the job finished.';
+          void interrupt();
+          ctx.end({ kind: 'interrupted' });
+        }, config.worker.shutdownGraceMs);
+      },
+    };
+    const watchdog = this.watchEngine(ctx, promptId, (reason) => {
+      handBackReason = reason;
+      ctx.end({ kind: 'interrupted' });
+    });
+
+    let result: EngineOutcome;
+    try {
+      const extra = await this.d.vault.get(job.id);
+      try {
+        await engine.submitPrompt({ prompt: staged, client_id: socket.clientId, prompt_id: promptId, extra_data: extra ?? {} });
+      } catch (err) {
+        if (err instanceof EngineValidationError) {
+          return {
+            outcome: {
+              status: 'failed',
+              error: { code: 'prompt_rejected', message: `The engine refused the workflow: ${err.body.error?.message ?? err.errorType}`, node_id: Object.keys(err.body.node_errors ?? {})[0] ?? null },
+            },
+          };
+        }
+        return { handBack: `The engine did not accept the prompt: ${(err as Error).message}` };
+      }
+      result = await ctx.outcome;
+    } finally {
+      clearInterval(cancelWatch);
+      clearTimeout(deadline);
+      clearTimeout(shutdownTimer);
+      watchdog.stop();
+      socket.off('message', onMessage);
+      socket.off('binary', onBinary);
+    }
+    await chain;
+    const log = ctx.log.result();
+    if (handBackReason) return { handBack: handBackReason };
+    if (result.kind === 'success') {
+      if (outputFailure) return { outcome: { status: 'failed', error: { code: 'output_store_failed', message: (outputFailure as Error).message }, log } };
+      void latestProgress;
+      return { outcome: { status: 'succeeded', log } };
+    }
+    if (result.kind === 'error') {
+      return {
+        outcome: {
+          status: 'failed',
+          error: { code: 'node_execution_error', message: result.message, node_id: result.nodeId, class_type: result.classType, traceback: result.traceback || null },
+          log,
+        },
+      };
+    }
+    if (canceled === 'expired') return { outcome: { status: 'expired', error: { code: 'execution_timeout', message: 'The job ran longer than allowed.' }, log } };
+    if (canceled === 'cancel') return { outcome: { status: 'canceled', log } };
+    return { outcome: { status: 'failed', error: { code: 'interrupted', message: 'The engine interrupted the job.' }, log } };
+  }
+
+  /**
+   * While a prompt runs, checks the engine answers. If it went away and came back without the
+   * prompt (a restart loses its queue), or stays away too long, the job is handed back.
+   */
+  private watchEngine(ctx: RunContext, promptId: string, lost: (reason: string) => void): { stop(): void } {
+    const { engine } = this.d;
+    let downSince: number | null = null;
+    let busy = false;
+    const timer = setInterval(() => {
+      if (busy || ctx.done) return;
+      busy = true;
+      void (async () => {
+        const up = await engine.ready(1500);
+        if (!up) {
+          downSince ??= Date.now();
+          if (Date.now() - downSince > ENGINE_LOST_MS) lost('The engine stopped answering.');
+          return;
+        }
+        if (downSince === null) return;
+        downSince = null;
+        const q = await engine.queue().catch(() => null);
+        const known = q ? [...q.queue_running, ...q.queue_pending].some((item) => item[1] === promptId) : true;
+        const history = known ? undefined : await engine.history(promptId).catch(() => undefined);
+        if (!known && !history && !ctx.done) lost('The engine restarted and lost the prompt.');
+      })().finally(() => (busy = false));
+    }, 1000);
+    return { stop: () => clearInterval(timer) };
+  }
+}

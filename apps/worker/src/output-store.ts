@@ -1,0 +1,90 @@
+import { Readable } from 'node:stream';
+import { createAssetRecord, recordBlob } from '#libs/assets';
+import type { Db } from '#libs/db';
+import type { EngineClient } from '#libs/engine-protocol';
+import type { JobEventLog } from '#libs/jobs';
+import type { BlobStore, StoredBlob } from '#libs/storage';
+import { contentTypeFor, outputType, type ReportedOutput } from './output-kinds.js';
+
+export interface StoredOutput {
+  assetId: string;
+  nodeId: string;
+  name: string;
+  type: string;
+  /** Where v1 clients find it through /api/view. */
+  v1Ref: { filename: string; subfolder: string; type: string };
+}
+
+const ATTEMPTS = 4;
+
+export class OutputStoreError extends Error {}
+
+/**
+ * Streams each output from the engine into the blob store (hashed on the way, stored once),
+ * records it as an asset of the job, and announces it. Storage failures are retried with a fresh
+ * stream from the engine; a blob is only referenced once it was stored whole.
+ */
+export class OutputStore {
+  constructor(
+    private readonly db: Db,
+    private readonly store: BlobStore,
+    private readonly engine: EngineClient,
+    private readonly events: JobEventLog,
+  ) {}
+
+  async save(job: { id: string; accountId: string; expiresAt: Date }, nodeId: string, output: ReportedOutput): Promise<StoredOutput> {
+    const name = output.kind === 'file' ? output.ref.filename : `${nodeId}_${output.key}_${output.index}.txt`;
+    const existing = await this.db.jobOutput.findUnique({
+      where: { jobId_nodeId_engineKey_name: { jobId: job.id, nodeId, engineKey: output.key, name } },
+    });
+    const engineType = output.kind === 'file' ? output.ref.type : 'output';
+    const v1Ref = { filename: name, subfolder: job.id, type: engineType };
+    if (existing) return { assetId: existing.assetId, nodeId, name, type: existing.type, v1Ref };
+
+    let stored: StoredBlob | null = null;
+    let reportedType: string | null = null;
+    let lastError: unknown = null;
+    for (let attempt = 1; attempt <= ATTEMPTS && !stored; attempt++) {
+      try {
+        if (output.kind === 'file') {
+          const view = await this.engine.viewWithInfo(output.ref);
+          reportedType = view.contentType;
+          stored = await this.store.put(view.stream);
+        } else {
+          stored = await this.store.put(Readable.from([Buffer.from(output.text, 'utf8')]));
+          reportedType = 'text/plain; charset=utf-8';
+        }
+      } catch (err) {
+        lastError = err;
+        await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+      }
+    }
+    if (!stored) throw new OutputStoreError(`Could not store output ${name}: ${(lastError as Error)?.message ?? 'unknown error'}`);
+
+    const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : contentTypeFor(name, reportedType);
+    const type = outputType(output.key, name, contentType);
+    await recordBlob(this.db, stored);
+    const asset = await createAssetRecord(this.db, {
+      accountId: job.accountId,
+      blobHash: stored.hash,
+      filePath: name,
+      contentType,
+      jobId: job.id,
+      expiresAt: job.expiresAt,
+    });
+    await this.db.jobOutput.create({
+      data: { jobId: job.id, assetId: asset.id, nodeId, type, engineKey: output.key, engineType, name },
+    });
+    await this.events.append(job.id, job.accountId, 'output', {
+      id: asset.id,
+      node_id: nodeId,
+      name,
+      type,
+      content_type: contentType,
+      size_bytes: stored.sizeBytes,
+      hash: `blake3:${stored.hash}`,
+      job_id: job.id,
+    });
+    return { assetId: asset.id, nodeId, name, type, v1Ref };
+  }
+}

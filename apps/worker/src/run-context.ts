@@ -1,0 +1,128 @@
+import type { BinaryFrame, EngineMessage } from '#libs/engine-protocol';
+import { ProgressTracker } from '#libs/jobs';
+import type { ProgressView } from '#libs/contracts';
+import { LogCapture } from './log-capture.js';
+import { reportedOutputs, type ReportedOutput } from './output-kinds.js';
+import type { ApiWorkflow } from './input-staging.js';
+
+export type EngineOutcome =
+  | { kind: 'success' }
+  | { kind: 'error'; nodeId: string | null; classType: string | null; message: string; exceptionType: string; traceback: string }
+  | { kind: 'interrupted' };
+
+export interface RunHooks {
+  progress(snapshot: ProgressView, final: boolean): void;
+  preview(image: Buffer, mimeType: string, nodeId: string | null, metadata: Record<string, unknown> | null): void;
+  /** Outputs of one node, in the order reported; resolves once they are stored. */
+  outputs(nodeId: string, outputs: ReportedOutput[], message: EngineMessage): void;
+  /** Every other execution message of this prompt, for the v1 WebSocket. */
+  forward(message: EngineMessage): void;
+}
+
+interface DataWithPrompt {
+  prompt_id?: string;
+}
+
+/**
+ * Follows one prompt through the engine's message stream: turns messages into progress, previews,
+ * outputs and a final outcome. The engine runs one prompt at a time, so type-1 previews (which
+ * carry no prompt id) belong to whatever is executing.
+ */
+export class RunContext {
+  readonly tracker: ProgressTracker;
+  readonly log: LogCapture;
+  private settle!: (outcome: EngineOutcome) => void;
+  readonly outcome: Promise<EngineOutcome>;
+  private started = false;
+  done = false;
+
+  constructor(
+    readonly promptId: string,
+    workflow: ApiWorkflow,
+    logBytes: number,
+    private readonly hooks: RunHooks,
+  ) {
+    this.tracker = new ProgressTracker(workflow);
+    this.log = new LogCapture(logBytes);
+    this.outcome = new Promise((resolve) => (this.settle = resolve));
+  }
+
+  end(outcome: EngineOutcome): void {
+    if (this.done) return;
+    this.done = true;
+    this.settle(outcome);
+  }
+
+  onMessage(message: EngineMessage): void {
+    if (message.type === 'logs') {
+      const entries = (message.data as { entries?: { m?: unknown }[] }).entries ?? [];
+      for (const e of entries) if (typeof e.m === 'string') this.log.add(e.m);
+      return;
+    }
+    const data = (message.data ?? {}) as DataWithPrompt & Record<string, unknown>;
+    if (data.prompt_id !== this.promptId || this.done) return;
+    switch (message.type) {
+      case 'execution_start':
+        this.started = true;
+        this.hooks.forward(message);
+        this.hooks.progress(this.tracker.snapshot(), false);
+        return;
+      case 'execution_cached':
+        this.tracker.cached((data.nodes as string[] | undefined) ?? []);
+        this.hooks.forward(message);
+        this.hooks.progress(this.tracker.snapshot(), false);
+        return;
+      case 'executing':
+        this.tracker.executing((data.node as string | null | undefined) ?? null);
+        this.hooks.forward(message);
+        if (data.node !== null) this.hooks.progress(this.tracker.snapshot(), false);
+        return;
+      case 'progress':
+        this.tracker.stepped(String(data.node), Number(data.value), Number(data.max));
+        this.hooks.forward(message);
+        this.hooks.progress(this.tracker.snapshot(), false);
+        return;
+      case 'executed': {
+        const nodeId = String(data.node);
+        this.tracker.finished(nodeId);
+        this.hooks.outputs(nodeId, reportedOutputs(data.output as Record<string, unknown> | null), message);
+        this.hooks.progress(this.tracker.snapshot(), false);
+        return;
+      }
+      case 'execution_success':
+        this.tracker.complete();
+        this.hooks.forward(message);
+        this.hooks.progress(this.tracker.snapshot(), true);
+        this.end({ kind: 'success' });
+        return;
+      case 'execution_error': {
+        this.hooks.forward(message);
+        const tb = data.traceback;
+        this.end({
+          kind: 'error',
+          nodeId: typeof data.node_id === 'string' ? data.node_id : null,
+          classType: typeof data.node_type === 'string' ? data.node_type : null,
+          message: String(data.exception_message ?? 'The engine reported an error.').trim(),
+          exceptionType: String(data.exception_type ?? 'Exception'),
+          traceback: Array.isArray(tb) ? tb.join('') : String(tb ?? ''),
+        });
+        return;
+      }
+      case 'execution_interrupted':
+        this.hooks.forward(message);
+        this.end({ kind: 'interrupted' });
+        return;
+      default:
+        this.hooks.forward(message);
+    }
+  }
+
+  onBinary(frame: BinaryFrame): void {
+    if (this.done || !this.started) return;
+    if (frame.kind === 'preview_image') {
+      this.hooks.preview(frame.image, frame.mimeType, this.tracker.snapshot().current_node, null);
+    } else if (frame.kind === 'preview_image_with_metadata' && frame.metadata.prompt_id === this.promptId) {
+      this.hooks.preview(frame.image, frame.mimeType, frame.metadata.node_id, frame.metadata);
+    }
+  }
+}

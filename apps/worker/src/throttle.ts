@@ -1,0 +1,33 @@
+/** Runs the latest call at most once per interval: the first at once, the last one never lost. */
+export class Throttle {
+  private last = 0;
+  private pending: (() => void) | null = null;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly intervalMs: number) {}
+
+  run(fn: () => void): void {
+    const wait = this.last + this.intervalMs - Date.now();
+    if (wait <= 0 && !this.timer) {
+      this.last = Date.now();
+      fn();
+      return;
+    }
+    this.pending = fn;
+    this.timer ??= setTimeout(() => {
+      this.timer = null;
+      const next = this.pending;
+      this.pending = null;
+      if (next) {
+        this.last = Date.now();
+        next();
+      }
+    }, Math.max(0, wait));
+  }
+
+  cancel(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.pending = null;
+  }
+}

@@ -1,0 +1,206 @@
+import os from 'node:os';
+import type { Server } from 'node:http';
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Config } from '#libs/config';
+import { createPrismaClient, type Db } from '#libs/db';
+import { EngineClient, EngineSocket } from '#libs/engine-protocol';
+import {
+  Dispatcher,
+  ExtraDataVault,
+  JobEventLog,
+  Sweeper,
+  WorkerRegistry,
+  createRunQueue,
+  jobKeys,
+  type RunPayload,
+  type WorkerState,
+} from '#libs/jobs';
+import { createBlobStore } from '#libs/storage';
+import { startHealthServer } from './health-server.js';
+import { JobRunner } from './job-runner.js';
+
+type Log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+
+const LEVELS = { info: 30, warn: 40, error: 50 } as const;
+
+export function jsonLogger(base: Record<string, unknown>): Log {
+  return (level, msg, fields = {}) => {
+    process.stdout.write(`${JSON.stringify({ level: LEVELS[level], time: Date.now(), ...base, msg, ...fields })}\n`);
+  };
+}
+
+async function probe(fn: () => Promise<unknown>): Promise<string> {
+  try {
+    await Promise.race([fn(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000))]);
+    return 'ok';
+  } catch (err) {
+    return `error: ${(err as Error).message.slice(0, 100)}`;
+  }
+}
+
+/**
+ * One worker process drives one engine: it waits for the engine, then takes one job at a time
+ * from the run queue, reports its state every second, and keeps the shared sweeper and the
+ * dispatcher going. On SIGTERM it finishes (or hands back) its job before it exits.
+ */
+export class WorkerProcess {
+  readonly id: string;
+  private readonly log: Log;
+  private readonly db: Db;
+  private readonly redis: Redis;
+  private readonly subscriber: Redis;
+  private readonly engine: EngineClient;
+  private readonly socket: EngineSocket;
+  private readonly registry: WorkerRegistry;
+  private readonly dispatcher: Dispatcher;
+  private readonly sweeper: Sweeper;
+  private readonly runner: JobRunner;
+  private readonly queue;
+  private worker: Worker<RunPayload> | null = null;
+  private health: Server | null = null;
+  private state: WorkerState = 'starting';
+  private engineReady = false;
+  private timers: NodeJS.Timeout[] = [];
+  private stopping = false;
+
+  constructor(private readonly config: Config) {
+    this.id = config.worker.workerId || `${os.hostname()}-${process.pid}`;
+    this.log = jsonLogger({ role: 'worker', worker_id: this.id });
+    const keys = jobKeys(config.redisPrefix);
+    this.db = createPrismaClient(config.databaseUrl, 5);
+    this.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
+    this.redis.on('error', () => undefined);
+    this.subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+    this.subscriber.on('error', () => undefined);
+    const store = createBlobStore(config);
+    this.engine = new EngineClient({ baseUrl: config.worker.engineUrl });
+    this.socket = new EngineSocket({ url: config.worker.engineUrl, clientId: `worker-${this.id}`, featureFlags: { supports_preview_metadata: true } });
+    this.socket.on('error', () => undefined);
+    this.queue = createRunQueue({ url: config.redisUrl, maxRetriesPerRequest: null } as never, keys);
+    this.registry = new WorkerRegistry(this.redis, keys);
+    this.dispatcher = new Dispatcher(this.db, this.redis, this.queue, this.registry, keys);
+    const events = new JobEventLog(this.redis, keys, config.jobs.retentionSeconds * 1000);
+    this.sweeper = new Sweeper(this.db, this.redis, this.queue, this.registry, this.dispatcher, events, store, keys, {
+      creditsPerSecond: config.jobs.creditsPerSecond,
+      maxAttempts: config.jobs.maxAttempts,
+      deadlineGraceMs: 30_000,
+    });
+    this.runner = new JobRunner({
+      db: this.db,
+      redis: this.redis,
+      store,
+      engine: this.engine,
+      socket: this.socket,
+      events,
+      vault: new ExtraDataVault(this.redis, keys, config.signingSecret),
+      keys,
+      config,
+      workerId: this.id,
+      log: this.log,
+    });
+    this.subscriber.on('message', (_channel, jobId: string) => this.runner.cancel(jobId));
+    void this.subscriber.subscribe(keys.cancelChannel).catch(() => undefined);
+  }
+
+  async start(): Promise<void> {
+    const { server, port } = await startHealthServer(this.config.worker.host, this.config.worker.port, () => this.readiness());
+    this.health = server;
+    this.log('info', 'listening', { port });
+    this.every(1000, () => this.heartbeat());
+    this.every(2000, () => this.sweeper.sweep().then(() => undefined));
+    this.every(1000, () => this.dispatcher.kick());
+    await this.report();
+    while (!(await this.engine.ready(1000))) {
+      if (this.stopping) return;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    this.engineReady = true;
+    this.socket.on('open', () => void this.engine.subscribeLogs(this.socket.clientId, true).catch(() => undefined));
+    await this.socket.connect();
+    await this.engine.subscribeLogs(this.socket.clientId, true).catch(() => undefined);
+    const keys = jobKeys(this.config.redisPrefix);
+    this.worker = new Worker<RunPayload>(keys.queueName, (job) => this.process(job.data), {
+      connection: { url: this.config.redisUrl, maxRetriesPerRequest: null } as never,
+      prefix: keys.bullPrefix,
+      concurrency: 1,
+      maxStalledCount: 0,
+    });
+    this.worker.on('error', (err) => this.log('warn', 'queue error', { err: err.message }));
+    this.state = 'idle';
+    await this.report();
+    await this.dispatcher.kick();
+    this.log('info', 'ready', { engine: this.config.worker.engineUrl });
+  }
+
+  private async process(payload: RunPayload): Promise<void> {
+    this.state = 'busy';
+    await this.report().catch(() => undefined);
+    try {
+      await this.runner.run(payload.jobId);
+    } finally {
+      this.state = this.stopping ? 'stopping' : 'idle';
+      await this.report().catch(() => undefined);
+      if (!this.stopping) void this.dispatcher.kick().catch(() => undefined);
+    }
+  }
+
+  private every(ms: number, fn: () => Promise<void>): void {
+    let running = false;
+    this.timers.push(
+      setInterval(() => {
+        if (running) return;
+        running = true;
+        fn()
+          .catch((err: unknown) => this.log('warn', 'periodic task failed', { err: (err as Error).message }))
+          .finally(() => (running = false));
+      }, ms),
+    );
+  }
+
+  /** Reports state; an idle worker whose engine went away stops taking jobs until it is back. */
+  private async heartbeat(): Promise<void> {
+    if (this.state !== 'starting') {
+      const up = await this.engine.ready(800);
+      if (up !== this.engineReady) {
+        this.engineReady = up;
+        this.log(up ? 'info' : 'warn', up ? 'engine ready again' : 'engine not answering');
+        if (this.worker && this.state === 'idle') {
+          if (up) this.worker.resume();
+          else await this.worker.pause(true);
+        }
+      }
+    }
+    await this.report();
+  }
+
+  private report(): Promise<void> {
+    return this.registry.report({ id: this.id, state: this.state, jobId: this.runner.currentJobId, engineReady: this.engineReady });
+  }
+
+  private async readiness(): Promise<Record<string, string>> {
+    return {
+      engine: this.engineReady ? 'ok' : 'error: engine not answering',
+      postgres: await probe(() => this.db.$queryRaw`SELECT 1`),
+      redis: await probe(() => this.redis.ping()),
+    };
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.state = 'stopping';
+    await this.report().catch(() => undefined);
+    this.runner.shutdown();
+    await this.worker?.close();
+    for (const t of this.timers) clearInterval(t);
+    await this.registry.remove(this.id).catch(() => undefined);
+    await this.socket.close().catch(() => undefined);
+    await this.queue.close().catch(() => undefined);
+    this.subscriber.disconnect();
+    this.redis.disconnect();
+    await this.db.$disconnect();
+    this.health?.close();
+    this.log('info', 'stopped');
+  }
+}

@@ -1,0 +1,103 @@
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Db } from '#libs/db';
+import type { JobKeys } from './keys.js';
+import { runJobId, type RunPayload } from './run-queue.js';
+import type { WorkerRegistry } from './worker-registry.js';
+
+/**
+ * Fair scheduling on top of BullMQ, which has no per-tenant fairness of its own.
+ *
+ * Jobs wait in PostgreSQL. The dispatcher hands BullMQ only as many jobs as there are idle
+ * workers, chosen round-robin across accounts: an account's k-th waiting job ranks k plus the
+ * jobs it already runs, so a burst of a thousand jobs from one account interleaves with everyone
+ * else's first job instead of standing in front of it. An account never gets more jobs handed out
+ * than its concurrency allows.
+ *
+ * Any process may call `kick()`; one pass runs at a time across all processes (a Redis lock), and
+ * a kick that arrives during a pass makes the holder run another pass.
+ */
+export class Dispatcher {
+  constructor(
+    private readonly db: Db,
+    private readonly redis: Redis,
+    private readonly queue: Queue<RunPayload>,
+    private readonly registry: WorkerRegistry,
+    private readonly keys: JobKeys,
+  ) {}
+
+  async kick(): Promise<void> {
+    const token = `${process.pid}.${Math.random()}`;
+    const locked = await this.redis.set(this.keys.dispatchLock, token, 'PX', 10_000, 'NX');
+    if (!locked) {
+      await this.redis.set(this.keys.dispatchDirty, '1', 'PX', 10_000);
+      // The holder may have just checked the flag and be releasing; look once more.
+      if (await this.redis.set(this.keys.dispatchLock, token, 'PX', 10_000, 'NX')) return this.runPasses(token);
+      return;
+    }
+    return this.runPasses(token);
+  }
+
+  private async runPasses(token: string): Promise<void> {
+    try {
+      for (let i = 0; i < 20; i++) {
+        await this.redis.del(this.keys.dispatchDirty);
+        await this.pass();
+        if (!(await this.redis.get(this.keys.dispatchDirty))) break;
+      }
+    } finally {
+      // Release only our own lock.
+      await this.redis.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, this.keys.dispatchLock, token);
+    }
+  }
+
+  /** Hands out at most as many jobs as there are idle workers not already served. */
+  async pass(): Promise<number> {
+    const [idle, waiting] = await Promise.all([this.registry.idleCount(), this.queue.getWaitingCount()]);
+    const capacity = idle - waiting;
+    if (capacity <= 0) return 0;
+    const picked = await this.db.$queryRaw<{ id: string; account_id: string }[]>`
+      WITH busy AS (
+        SELECT account_id, count(*)::int AS n FROM jobs
+        WHERE status IN ('running', 'canceling') OR (status = 'queued' AND dispatched_at IS NOT NULL)
+        GROUP BY account_id
+      ), waiting AS (
+        SELECT id, account_id, created_at,
+               row_number() OVER (PARTITION BY account_id ORDER BY created_at, id)::int AS rank
+        FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL
+      )
+      SELECT w.id, w.account_id FROM waiting w
+      JOIN accounts a ON a.id = w.account_id
+      LEFT JOIN busy b ON b.account_id = w.account_id
+      WHERE a.status = 'active' AND w.rank <= a.max_concurrent_jobs - coalesce(b.n, 0)
+      ORDER BY w.rank + coalesce(b.n, 0), w.created_at, w.id
+      LIMIT ${capacity}`;
+    let handed = 0;
+    for (const row of picked) {
+      const now = new Date();
+      const claimed = await this.db.job.updateMany({ where: { id: row.id, status: 'queued', dispatchedAt: null }, data: { dispatchedAt: now } });
+      if (claimed.count === 0) continue;
+      await this.queue.add('run', { jobId: row.id, accountId: row.account_id }, { jobId: runJobId(row.id, now) });
+      handed++;
+    }
+    return handed;
+  }
+}
+
+/**
+ * Positions of waiting jobs in the order they will start (0 = next): jobs already handed to the
+ * run queue first, then the dispatcher's fair order.
+ */
+export async function queuePositions(db: Db): Promise<Map<string, number>> {
+  const rows = await db.$queryRaw<{ id: string; pos: number }[]>`
+    WITH busy AS (
+      SELECT account_id, count(*)::int AS n FROM jobs WHERE status IN ('running', 'canceling') GROUP BY account_id
+    ), waiting AS (
+      SELECT id, account_id, created_at, dispatched_at,
+             row_number() OVER (PARTITION BY account_id ORDER BY (dispatched_at IS NULL), created_at, id)::int AS rank
+      FROM jobs WHERE status = 'queued'
+    )
+    SELECT w.id, (row_number() OVER (ORDER BY (w.dispatched_at IS NULL), w.dispatched_at, w.rank + coalesce(b.n, 0), w.created_at, w.id) - 1)::int AS pos
+    FROM waiting w LEFT JOIN busy b ON b.account_id = w.account_id`;
+  return new Map(rows.map((r) => [r.id, r.pos]));
+}

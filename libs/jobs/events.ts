@@ -1,0 +1,96 @@
+import type { Redis } from 'ioredis';
+import type { JobKeys } from './keys.js';
+
+export type JobEventName = 'status' | 'progress' | 'preview' | 'output' | 'log';
+
+export interface StoredJobEvent {
+  /** Redis stream id: the SSE `id:` and `Last-Event-ID`. */
+  id: string;
+  event: JobEventName;
+  /** JSON text of the event's data. */
+  data: string;
+}
+
+export interface PublishedJobEvent extends StoredJobEvent {
+  jobId: string;
+  accountId: string;
+}
+
+const MAX_EVENTS_PER_JOB = 5_000;
+const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
+
+export function isStreamId(value: string): boolean {
+  return STREAM_ID.test(value);
+}
+
+// XADD, EXPIRE and PUBLISH in one round trip, atomically: a listener that sees the published
+// event can always find it in the log, which is what makes Last-Event-ID resumption lossless.
+const APPEND = `
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[2], 'd', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PUBLISH', KEYS[2], id .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[6] .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[3])
+return id`;
+
+/** The per-job event log (a Redis stream) with live fan-out to every API replica over pub/sub. */
+export class JobEventLog {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: JobKeys,
+    private readonly retentionMs: number,
+  ) {
+    if (!(redis as Redis & { appendJobEvent?: unknown }).appendJobEvent) {
+      redis.defineCommand('appendJobEvent', { numberOfKeys: 2, lua: APPEND });
+    }
+  }
+
+  async append(jobId: string, accountId: string, event: JobEventName, data: unknown): Promise<string> {
+    const r = this.redis as Redis & { appendJobEvent(...args: (string | number)[]): Promise<string> };
+    return r.appendJobEvent(
+      this.keys.events(jobId),
+      this.keys.jobEventsChannel,
+      MAX_EVENTS_PER_JOB,
+      event,
+      JSON.stringify(data),
+      this.retentionMs,
+      jobId,
+      accountId,
+    );
+  }
+
+  /** Events after `afterId` (exclusive), oldest first. */
+  async since(jobId: string, afterId?: string): Promise<StoredJobEvent[]> {
+    const start = afterId && isStreamId(afterId) ? `(${afterId}` : '-';
+    const rows = await this.redis.xrange(this.keys.events(jobId), start, '+');
+    return rows.map(([id, fields]) => ({ id, event: fields[1] as JobEventName, data: fields[3] ?? 'null' }));
+  }
+
+  async latest(jobId: string, event: JobEventName): Promise<StoredJobEvent | null> {
+    // Events of one kind are interleaved with others; scan back a bounded window.
+    const rows = await this.redis.xrevrange(this.keys.events(jobId), '+', '-', 'COUNT', 500);
+    for (const [id, fields] of rows) if (fields[1] === event) return { id, event, data: fields[3] ?? 'null' };
+    return null;
+  }
+
+  async drop(jobId: string): Promise<void> {
+    await this.redis.del(this.keys.events(jobId));
+  }
+}
+
+export function parsePublishedJobEvent(message: string): PublishedJobEvent | null {
+  const parts = message.split('\n');
+  if (parts.length < 5) return null;
+  const [id, jobId, accountId, event] = parts as [string, string, string, JobEventName];
+  return { id, jobId, accountId, event, data: parts.slice(4).join('\n') };
+}
+
+/** Engine-style messages for the v1 WebSocket, fanned out per account. */
+export interface AccountMessage {
+  accountId: string;
+  /** A JSON text frame (`{type, data}`), or a preview image for a binary frame. */
+  text?: string;
+  preview?: { imageType: 'jpeg' | 'png'; base64: string; metadata: Record<string, unknown> };
+}
+
+export async function publishAccountMessage(redis: Redis, keys: JobKeys, message: AccountMessage): Promise<void> {
+  await redis.publish(keys.accountChannel, JSON.stringify(message));
+}

@@ -1,0 +1,15 @@
+export { jobKeys } from './keys.js';
+export type { JobKeys } from './keys.js';
+export { ExtraDataVault, sealExtraData, openExtraData } from './extra-data.js';
+export { JobEventLog, isStreamId, parsePublishedJobEvent, publishAccountMessage } from './events.js';
+export type { JobEventName, StoredJobEvent, PublishedJobEvent, AccountMessage } from './events.js';
+export { ACTIVE_STATUSES, canTransition, transition, finishJob } from './state.js';
+export type { Outcome } from './state.js';
+export { ProgressTracker } from './progress.js';
+export { createRunQueue, runJobId, jobIdOfRun } from './run-queue.js';
+export type { RunPayload } from './run-queue.js';
+export { WorkerRegistry, WORKER_STALE_MS } from './worker-registry.js';
+export type { WorkerInfo, WorkerState } from './worker-registry.js';
+export { Dispatcher, queuePositions } from './dispatcher.js';
+export { Sweeper } from './sweeper.js';
+export type { SweeperOptions, SweepReport } from './sweeper.js';

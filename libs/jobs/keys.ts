@@ -1,0 +1,35 @@
+/** Every Redis key, channel and queue name of the job pipeline, under the deployment's prefix. */
+export interface JobKeys {
+  prefix: string;
+  /** BullMQ's own prefix for the run queue. */
+  bullPrefix: string;
+  queueName: string;
+  events(jobId: string): string;
+  extraData(jobId: string): string;
+  cancelFlag(jobId: string): string;
+  jobEventsChannel: string;
+  accountChannel: string;
+  cancelChannel: string;
+  workers: string;
+  dispatchLock: string;
+  dispatchDirty: string;
+  sweeperLock: string;
+}
+
+export function jobKeys(prefix: string): JobKeys {
+  return {
+    prefix,
+    bullPrefix: `${prefix}:bull`,
+    queueName: 'engine-jobs',
+    events: (jobId) => `${prefix}:job:${jobId}:events`,
+    extraData: (jobId) => `${prefix}:job:${jobId}:extra`,
+    cancelFlag: (jobId) => `${prefix}:job:${jobId}:cancel`,
+    jobEventsChannel: `${prefix}:ev:job`,
+    accountChannel: `${prefix}:ev:acct`,
+    cancelChannel: `${prefix}:cancel`,
+    workers: `${prefix}:workers`,
+    dispatchLock: `${prefix}:dispatch:lock`,
+    dispatchDirty: `${prefix}:dispatch:dirty`,
+    sweeperLock: `${prefix}:sweeper:lock`,
+  };
+}

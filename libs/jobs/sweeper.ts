@@ -1,0 +1,178 @@
+import type { Redis } from 'ioredis';
+import { deleteAssetsAndOrphanBlobs } from '#libs/assets';
+import type { Db } from '#libs/db';
+import type { BlobStore } from '#libs/storage';
+import type { Dispatcher } from './dispatcher.js';
+import type { JobEventLog } from './events.js';
+import type { JobKeys } from './keys.js';
+import type { Queue } from 'bullmq';
+import { runJobId, type RunPayload } from './run-queue.js';
+import { finishJob, transition } from './state.js';
+import type { WorkerRegistry } from './worker-registry.js';
+
+export interface SweeperOptions {
+  creditsPerSecond: number;
+  /** How many times a job whose worker vanished is handed out again before it fails. */
+  maxAttempts: number;
+  /** A running job past its deadline by this much is ended even if its worker says nothing. */
+  deadlineGraceMs: number;
+}
+
+export interface SweepReport {
+  redispatched: number;
+  requeued: number;
+  lost: number;
+  expired: number;
+  purgedJobs: number;
+  purgedAssets: number;
+}
+
+/**
+ * The safety net that makes "never stuck" hold: whatever a crash, a restart or a lost message
+ * left behind, a pass puts right. One pass at a time across all processes (a Redis lock).
+ */
+export class Sweeper {
+  constructor(
+    private readonly db: Db,
+    private readonly redis: Redis,
+    private readonly queue: Queue<RunPayload>,
+    private readonly registry: WorkerRegistry,
+    private readonly dispatcher: Dispatcher,
+    private readonly events: JobEventLog,
+    private readonly store: BlobStore,
+    private readonly keys: JobKeys,
+    private readonly options: SweeperOptions,
+  ) {}
+
+  async sweep(now = new Date()): Promise<SweepReport | null> {
+    const locked = await this.redis.set(this.keys.sweeperLock, String(process.pid), 'PX', 30_000, 'NX');
+    if (!locked) return null;
+    try {
+      const report: SweepReport = { redispatched: 0, requeued: 0, lost: 0, expired: 0, purgedJobs: 0, purgedAssets: 0 };
+      report.redispatched = await this.redispatchLostRuns(now);
+      const lostWork = await this.recoverFromDeadWorkers(now);
+      report.requeued = lostWork.requeued;
+      report.lost = lostWork.lost;
+      report.expired = await this.expireDeadlines(now);
+      const purged = await this.purgeRetention(now);
+      report.purgedJobs = purged.jobs;
+      report.purgedAssets = purged.assets;
+      await this.db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });
+      await this.dispatcher.kick();
+      return report;
+    } finally {
+      await this.redis.del(this.keys.sweeperLock);
+    }
+  }
+
+  private async status(jobId: string, accountId: string, status: string): Promise<void> {
+    await this.events.append(jobId, accountId, 'status', { status, queue_position: null });
+  }
+
+  /** Handed to the run queue but gone from it (Redis restarted, a run was dropped): hand out again. */
+  private async redispatchLostRuns(now: Date): Promise<number> {
+    const candidates = await this.db.job.findMany({
+      where: { status: 'queued', dispatchedAt: { lt: new Date(now.getTime() - 5_000) } },
+      select: { id: true, dispatchedAt: true },
+      take: 500,
+    });
+    let count = 0;
+    for (const job of candidates) {
+      const run = await this.queue.getJob(runJobId(job.id, job.dispatchedAt!));
+      const state = run ? await run.getState() : 'missing';
+      if (state === 'waiting' || state === 'active' || state === 'prioritized' || state === 'delayed') continue;
+      const reset = await this.db.job.updateMany({ where: { id: job.id, status: 'queued', dispatchedAt: job.dispatchedAt }, data: { dispatchedAt: null } });
+      count += reset.count;
+    }
+    return count;
+  }
+
+  /** Running on a worker that stopped reporting: run it again elsewhere, or fail it clearly. */
+  private async recoverFromDeadWorkers(now: Date): Promise<{ requeued: number; lost: number }> {
+    const live = new Set((await this.registry.list(now.getTime())).map((w) => w.id));
+    const orphaned = await this.db.job.findMany({
+      where: { status: { in: ['running', 'canceling'] }, updatedAt: { lt: new Date(now.getTime() - 5_000) } },
+      take: 500,
+    });
+    let requeued = 0;
+    let lost = 0;
+    for (const job of orphaned) {
+      if (job.workerId && live.has(job.workerId)) continue;
+      if (job.status === 'canceling') {
+        const done = await finishJob(this.db, job.id, { status: 'canceled' }, this.options.creditsPerSecond, now);
+        if (done) await this.status(job.id, job.accountId, 'canceled');
+        continue;
+      }
+      if (job.attempts < this.options.maxAttempts) {
+        const back = await transition(this.db, job.id, ['running'], 'queued', { dispatchedAt: null, workerId: null, progress: undefined });
+        if (back) {
+          requeued++;
+          await this.status(job.id, job.accountId, 'queued');
+        }
+        continue;
+      }
+      const done = await finishJob(
+        this.db,
+        job.id,
+        { status: 'failed', error: { code: 'worker_lost', message: `The worker running this job stopped ${job.attempts} times; giving up.` } },
+        this.options.creditsPerSecond,
+        now,
+      );
+      if (done) {
+        lost++;
+        await this.status(job.id, job.accountId, 'failed');
+      }
+    }
+    return { requeued, lost };
+  }
+
+  private async expireDeadlines(now: Date): Promise<number> {
+    const late = await this.db.job.findMany({
+      where: {
+        OR: [
+          { status: 'queued', queueDeadlineAt: { lt: now } },
+          { status: { in: ['running', 'canceling'] }, runDeadlineAt: { lt: new Date(now.getTime() - this.options.deadlineGraceMs) } },
+        ],
+      },
+      take: 500,
+    });
+    let count = 0;
+    for (const job of late) {
+      const inQueue = job.status === 'queued';
+      const done = await finishJob(
+        this.db,
+        job.id,
+        {
+          status: 'expired',
+          error: inQueue
+            ? { code: 'queue_timeout', message: 'The job waited in the queue longer than allowed.' }
+            : { code: 'execution_timeout', message: 'The job ran longer than allowed.' },
+        },
+        this.options.creditsPerSecond,
+        now,
+      );
+      if (done) {
+        count++;
+        await this.redis.set(this.keys.cancelFlag(job.id), 'expired', 'EX', 3600);
+        await this.redis.publish(this.keys.cancelChannel, job.id);
+        await this.status(job.id, job.accountId, 'expired');
+      }
+    }
+    return count;
+  }
+
+  /** After `expires_at` a job and its outputs are deleted; blobs nobody references go too. */
+  private async purgeRetention(now: Date): Promise<{ jobs: number; assets: number }> {
+    const jobs = await this.db.job.findMany({ where: { expiresAt: { lt: now } }, select: { id: true }, take: 200 });
+    let assets = 0;
+    for (const job of jobs) {
+      const owned = await this.db.asset.findMany({ where: { jobId: job.id }, select: { id: true } });
+      assets += await deleteAssetsAndOrphanBlobs(this.db, this.store, owned.map((a) => a.id));
+      await this.db.job.deleteMany({ where: { id: job.id } });
+      await this.events.drop(job.id);
+    }
+    const expiredAssets = await this.db.asset.findMany({ where: { expiresAt: { lt: now }, jobId: null }, select: { id: true }, take: 500 });
+    assets += await deleteAssetsAndOrphanBlobs(this.db, this.store, expiredAssets.map((a) => a.id));
+    return { jobs: jobs.length, assets };
+  }
+}

@@ -1,0 +1,50 @@
+import type { Redis } from 'ioredis';
+import type { JobKeys } from './keys.js';
+
+export type WorkerState = 'starting' | 'idle' | 'busy' | 'stopping';
+
+export interface WorkerInfo {
+  id: string;
+  state: WorkerState;
+  jobId: string | null;
+  engineReady: boolean;
+  at: number;
+}
+
+// Workers report every second; one silent for this long is taken for dead.
+export const WORKER_STALE_MS = 5_000;
+
+/** Each worker process reports its state; the dispatcher only fills idle, live workers. */
+export class WorkerRegistry {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: JobKeys,
+  ) {}
+
+  async report(info: Omit<WorkerInfo, 'at'>): Promise<void> {
+    await this.redis.hset(this.keys.workers, info.id, JSON.stringify({ ...info, at: Date.now() }));
+  }
+
+  async remove(workerId: string): Promise<void> {
+    await this.redis.hdel(this.keys.workers, workerId);
+  }
+
+  async list(now = Date.now()): Promise<WorkerInfo[]> {
+    const all = await this.redis.hgetall(this.keys.workers);
+    const live: WorkerInfo[] = [];
+    for (const [id, text] of Object.entries(all)) {
+      try {
+        const info = JSON.parse(text) as WorkerInfo;
+        if (now - info.at <= WORKER_STALE_MS) live.push(info);
+        else if (now - info.at > 10 * WORKER_STALE_MS) await this.redis.hdel(this.keys.workers, id);
+      } catch {
+        await this.redis.hdel(this.keys.workers, id);
+      }
+    }
+    return live;
+  }
+
+  async idleCount(): Promise<number> {
+    return (await this.list()).filter((w) => w.state === 'idle' && w.engineReady).length;
+  }
+}

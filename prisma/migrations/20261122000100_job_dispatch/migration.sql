@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "jobs" ADD COLUMN     "dispatched_at" TIMESTAMPTZ(3);
