@@ -33,6 +33,9 @@ export const ENV_DEFAULTS = {
   JOB_QUEUE_TIMEOUT_SECONDS: String(24 * 3600),
   JOB_EXECUTION_TIMEOUT_SECONDS: String(3600),
   CREDITS_PER_SECOND: '1',
+  CAPTURE_LOGS: 'true',
+  SSE_KEEPALIVE_MS: '15000',
+  PREFER_WAIT_MAX_SECONDS: '60',
   ENGINE_URL: 'http://127.0.0.1:8188',
   WORKER_ID: '',
   WORKER_HOST: '127.0.0.1',
@@ -104,6 +107,9 @@ const schema = z.object({
   JOB_QUEUE_TIMEOUT_SECONDS: int(1),
   JOB_EXECUTION_TIMEOUT_SECONDS: int(1),
   CREDITS_PER_SECOND: int(0),
+  CAPTURE_LOGS: bool,
+  SSE_KEEPALIVE_MS: int(100, 600_000),
+  PREFER_WAIT_MAX_SECONDS: int(0, 600),
   ENGINE_URL: url(['http:', 'https:']),
   WORKER_ID: z.string().regex(/^[A-Za-z0-9._-]{0,64}$/, 'letters, digits, . _ - only'),
   WORKER_HOST: z.string().min(1),
@@ -154,6 +160,9 @@ export interface Config {
     executionTimeoutSeconds: number;
     creditsPerSecond: number;
     maxAttempts: number;
+    captureLogs: boolean;
+    sseKeepaliveMs: number;
+    preferWaitMaxSeconds: number;
   };
   worker: { engineUrl: string; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
   router: { jwtSecret: string; jwtPublicKeys: string; deadlineMs: number; catalogFile: string; upstreamBaseUrls: Record<string, string> };
@@ -181,6 +190,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const value = env[name];
     raw[name] = value === undefined || value === '' ? fallback : value.trim();
   }
+  // The self-hosted companion proxy listens on 8189 next to an engine on 8188 unless told otherwise.
+  if (raw.SURFACE === 'self-hosted' && !env.API_PORT) raw.API_PORT = '8189';
   // An S3 endpoint switches the default driver to S3.
   if (!env.STORAGE_DRIVER && raw.S3_ENDPOINT) raw.STORAGE_DRIVER = 's3';
 
@@ -192,6 +203,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = result.data;
   if (e.NODE_ENV === 'production' && e.SIGNING_SECRET === ENV_DEFAULTS.SIGNING_SECRET) {
     throw new ConfigError('Invalid configuration:\n  SIGNING_SECRET: must be set in production');
+  }
+  const loopback = ['127.0.0.1', 'localhost', '::1'].includes(e.API_HOST) || e.API_HOST.startsWith('127.');
+  if (e.SURFACE === 'self-hosted' && !loopback && !e.SELF_HOSTED_TOKEN) {
+    throw new ConfigError('Invalid configuration:\n  API_HOST: the self-hosted surface binds beyond loopback only with SELF_HOSTED_TOKEN set');
   }
   if (e.STORAGE_DRIVER === 's3' && !e.S3_ENDPOINT && !e.S3_REGION) {
     throw new ConfigError('Invalid configuration:\n  S3_ENDPOINT: or S3_REGION is required for the s3 driver');
@@ -230,6 +245,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       executionTimeoutSeconds: e.JOB_EXECUTION_TIMEOUT_SECONDS,
       creditsPerSecond: e.CREDITS_PER_SECOND,
       maxAttempts: e.JOB_MAX_ATTEMPTS,
+      captureLogs: e.CAPTURE_LOGS,
+      sseKeepaliveMs: e.SSE_KEEPALIVE_MS,
+      preferWaitMaxSeconds: e.PREFER_WAIT_MAX_SECONDS,
     },
     worker: {
       engineUrl: e.ENGINE_URL,

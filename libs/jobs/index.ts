@@ -13,3 +13,4 @@ export type { WorkerInfo, WorkerState } from './worker-registry.js';
 export { Dispatcher, queuePositions } from './dispatcher.js';
 export { Sweeper } from './sweeper.js';
 export type { SweeperOptions, SweepReport } from './sweeper.js';
+export { publishNodeDefinitions, NodeDefinitionsCache } from './node-definitions.js';

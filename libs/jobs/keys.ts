@@ -14,6 +14,8 @@ export interface JobKeys {
   dispatchLock: string;
   dispatchDirty: string;
   sweeperLock: string;
+  nodeDefinitions: string;
+  nodeDefinitionsVersion: string;
 }
 
 export function jobKeys(prefix: string): JobKeys {
@@ -31,5 +33,7 @@ export function jobKeys(prefix: string): JobKeys {
     dispatchLock: `${prefix}:dispatch:lock`,
     dispatchDirty: `${prefix}:dispatch:dirty`,
     sweeperLock: `${prefix}:sweeper:lock`,
+    nodeDefinitions: `${prefix}:engine:object_info`,
+    nodeDefinitionsVersion: `${prefix}:engine:object_info:version`,
   };
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import {
   CopyObjectCommand,
   CreateBucketCommand,
@@ -78,9 +79,9 @@ export class S3BlobStore implements BlobStore {
     const tmpKey = `tmp/${randomUUID()}`;
     const tap = new Blake3Tap(options.maxBytes);
     const piped = new PassThrough();
-    body.on('error', (err) => tap.destroy(err));
-    body.pipe(tap).pipe(piped);
-    tap.on('error', (err) => piped.destroy(err));
+    // The upload only sees `piped`; a failing source (a client that hangs up, a body over the
+    // limit) must abort the upload rather than leave it waiting for bytes that never come.
+    const feeding = pipeline(body, tap, piped);
     // The hash is only known at the end, so the bytes go to a temporary key and are copied under
     // their hash afterwards: one pass over the data, bounded memory (part size x queue size).
     const upload = new Upload({
@@ -90,7 +91,13 @@ export class S3BlobStore implements BlobStore {
       queueSize: 2,
     });
     try {
-      await upload.done();
+      await Promise.all([
+        upload.done(),
+        feeding.catch(async (err: unknown) => {
+          await upload.abort().catch(() => undefined);
+          throw err;
+        }),
+      ]);
       const hash = tap.digest();
       const Key = blobKey(hash);
       const exists = await this.has(hash);

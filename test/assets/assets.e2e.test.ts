@@ -244,13 +244,20 @@ describe('signed URLs of the local store', () => {
     expect(unsigned.status).toBe(403);
   });
 
-  it('streams content directly on the self-hosted surface, with ranges', async () => {
-    const selfHosted = await stack.startApi({ SURFACE: 'self-hosted' });
-    const res = await fetch(`${selfHosted.url}/api/v2/assets/${asset.id}/content`, { headers: bearer(alice.key, { range: 'bytes=0-9' }) });
+  it('streams content directly on the self-hosted surface, with ranges, without credentials', async () => {
+    const selfHosted = await stack.startApi({ SURFACE: 'self-hosted', API_PORT: '0' });
+    const up = await call(`${selfHosted.url}/api/v2/assets`, { method: 'POST', body: uploadForm(bytes, 'local.bin') });
+    expect(up.status).toBe(201);
+    const res = await fetch(`${selfHosted.url}/api/v2/assets/${up.body.id}/content`, { headers: { range: 'bytes=0-9' } });
     expect(res.status).toBe(206);
     expect(Buffer.from(await res.arrayBuffer()).equals(bytes.subarray(0, 10))).toBe(true);
-    const whole = await fetch(`${selfHosted.url}/api/v2/assets/${asset.id}/content`, { headers: bearer(alice.key) });
+    const whole = await fetch(`${selfHosted.url}/api/v2/assets/${up.body.id}/content`);
     expect(whole.status).toBe(200);
     expect(Buffer.from(await whole.arrayBuffer()).equals(bytes)).toBe(true);
+    // With a static token configured, it is required.
+    const guarded = await stack.startApi({ SURFACE: 'self-hosted', API_PORT: '0', SELF_HOSTED_TOKEN: 'local-secret-token' });
+    expect((await call(`${guarded.url}/api/v2/assets/${up.body.id}`)).status).toBe(401);
+    expect((await call(`${guarded.url}/api/v2/assets/${up.body.id}`, { headers: bearer('local-secret-token') })).status).toBe(200);
   });
+
 });

@@ -5,15 +5,17 @@ import { AuthModule } from './auth/index.js';
 import { BlobsController } from './blobs/blobs.controller.js';
 import { CoreModule } from './core/core.module.js';
 import { HealthController } from './health/health.controller.js';
+import { RouterModule } from './router/index.js';
 import { AllErrorsFilter } from './http/exception.filter.js';
 import { AssetsModule } from './v2/assets/assets.module.js';
+import { JobsModule } from './v2/jobs/jobs.module.js';
 
 @Module({})
 export class AppModule {
   static forConfig(config: Config): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forConfig(config), AuthModule, AssetsModule],
+      imports: [CoreModule.forConfig(config), AuthModule, AssetsModule, JobsModule, RouterModule],
       controllers: [HealthController, BlobsController],
       providers: [{ provide: APP_FILTER, useClass: AllErrorsFilter }],
     };

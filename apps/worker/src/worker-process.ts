@@ -13,6 +13,7 @@ import {
   WorkerRegistry,
   createRunQueue,
   jobKeys,
+  publishNodeDefinitions,
   type RunPayload,
   type WorkerState,
 } from '#libs/jobs';
@@ -116,6 +117,8 @@ export class WorkerProcess {
       await new Promise((r) => setTimeout(r, 250));
     }
     this.engineReady = true;
+    await this.publishDefinitions();
+    this.every(30_000, () => this.publishDefinitions());
     this.socket.on('open', () => void this.engine.subscribeLogs(this.socket.clientId, true).catch(() => undefined));
     await this.socket.connect();
     await this.engine.subscribeLogs(this.socket.clientId, true).catch(() => undefined);
@@ -131,6 +134,15 @@ export class WorkerProcess {
     await this.report();
     await this.dispatcher.kick();
     this.log('info', 'ready', { engine: this.config.worker.engineUrl });
+  }
+
+  /** Shares the engine's node definitions so the API validates workflows against them. */
+  private async publishDefinitions(): Promise<void> {
+    if (!this.engineReady) return;
+    const definitions = await this.engine.objectInfo();
+    if (await publishNodeDefinitions(this.redis, jobKeys(this.config.redisPrefix), definitions)) {
+      this.log('info', 'published node definitions', { classes: Object.keys(definitions).length });
+    }
   }
 
   private async process(payload: RunPayload): Promise<void> {

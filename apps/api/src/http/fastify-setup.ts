@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from '#libs/config';
+import { deploymentRewriter } from '../surface/request-scope.js';
 import { sendError, toErrorShape } from './error-body.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -19,6 +20,7 @@ export function fastifyOptions(config: Config): FastifyServerOptions {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
+    rewriteUrl: deploymentRewriter(config),
     // Per-request lines would dominate the log at load; errors are logged where they happen.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     connectionTimeout: 0,

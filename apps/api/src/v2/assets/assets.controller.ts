@@ -6,6 +6,7 @@ import type { Account } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { BLOB_STORE, CONFIG } from '../../core/tokens.js';
+import { RateLimitGuard } from '../../limits/index.js';
 import { requireJsonObject } from '../../http/json-body.js';
 import { sendBlob } from '../../http/send-blob.js';
 import { UuidPipe } from '../../http/uuid.pipe.js';
@@ -13,7 +14,7 @@ import { AssetsService, checkTags, parseExpiresIn } from './assets.service.js';
 import { lastField, readMultipartUpload } from './multipart-upload.js';
 
 @Controller('api/v2/assets')
-@UseGuards(BearerAuthGuard)
+@UseGuards(BearerAuthGuard, RateLimitGuard)
 export class AssetsController {
   constructor(
     private readonly assets: AssetsService,

@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../../auth/index.js';
+import { LimitsModule } from '../../limits/index.js';
 import { AssetsController } from './assets.controller.js';
 import { AssetsService } from './assets.service.js';
 
 @Module({
-  imports: [AuthModule],
+  imports: [AuthModule, LimitsModule],
   controllers: [AssetsController],
   providers: [AssetsService],
   exports: [AssetsService],

@@ -31,7 +31,14 @@ export async function readMultipartUpload(
           if (part.fieldname === fileField) throw ApiError.invalid(`Send exactly one "${fileField}" part.`);
           continue;
         }
-        const stored = await store(part.file);
+        let stored: StoredBlob;
+        try {
+          stored = await store(part.file);
+        } catch (err) {
+          // The client's own stream broke (cut short, malformed): its problem, not ours.
+          const fromClient = part.file.errored ?? null;
+          throw fromClient ? multipartError(fromClient) : err;
+        }
         if (part.file.truncated) throw new ApiError('payload_too_large', 'The file is larger than the upload limit.');
         upload = { stored, fileName: part.filename, mimeType: part.mimetype };
       } else {
@@ -62,7 +69,7 @@ function multipartError(err: unknown): unknown {
       return ApiError.invalid('The multipart body is malformed.');
   }
   if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return err;
-  if (/Unexpected end of form|Malformed|boundary|Part terminated early/i.test(e.message ?? '')) {
+  if (/Unexpected end of (form|multipart)|Malformed|boundary|Part terminated early/i.test(e.message ?? '')) {
     return ApiError.invalid('The multipart body is malformed or ends early.');
   }
   return err;

@@ -1,0 +1,67 @@
+import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import type { Config } from '#libs/config';
+import { jobKeys, parsePublishedJobEvent, type AccountMessage, type PublishedJobEvent } from '#libs/jobs';
+import { CONFIG } from '../core/tokens.js';
+
+type JobListener = (event: PublishedJobEvent) => void;
+type AccountListener = (message: AccountMessage) => void;
+
+/**
+ * One Redis subscription per API replica, fanned out in memory to every event stream and
+ * WebSocket of that replica. Events published by any worker reach clients on any replica.
+ */
+@Injectable()
+export class EventFanout implements OnModuleInit, OnModuleDestroy {
+  private readonly subscriber: Redis;
+  private readonly byJob = new Map<string, Set<JobListener>>();
+  private readonly byAccount = new Map<string, Set<AccountListener>>();
+  private readonly keys;
+
+  constructor(@Inject(CONFIG) config: Config) {
+    this.keys = jobKeys(config.redisPrefix);
+    this.subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+    this.subscriber.on('error', () => undefined);
+    this.subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.keys.jobEventsChannel) {
+        const event = parsePublishedJobEvent(message);
+        if (event) for (const l of this.byJob.get(event.jobId) ?? []) l(event);
+      } else if (channel === this.keys.accountChannel) {
+        let parsed: AccountMessage;
+        try {
+          parsed = JSON.parse(message) as AccountMessage;
+        } catch {
+          return;
+        }
+        for (const l of this.byAccount.get(parsed.accountId) ?? []) l(parsed);
+      }
+    });
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.subscriber.connect().catch(() => undefined);
+    await this.subscriber.subscribe(this.keys.jobEventsChannel, this.keys.accountChannel).catch(() => undefined);
+  }
+
+  onModuleDestroy(): void {
+    this.subscriber.disconnect();
+  }
+
+  onJob(jobId: string, listener: JobListener): () => void {
+    return add(this.byJob, jobId, listener);
+  }
+
+  onAccount(accountId: string, listener: AccountListener): () => void {
+    return add(this.byAccount, accountId, listener);
+  }
+}
+
+function add<K, L>(map: Map<K, Set<L>>, key: K, listener: L): () => void {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  set.add(listener);
+  return () => {
+    set.delete(listener);
+    if (set.size === 0) map.delete(key);
+  };
+}

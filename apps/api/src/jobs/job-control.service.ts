@@ -1,0 +1,56 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Config } from '#libs/config';
+import type { Db, Job } from '#libs/db';
+import { finishJob, runJobId, transition } from '#libs/jobs';
+import { CONFIG, DB } from '../core/tokens.js';
+import { JobPipeline } from './job-pipeline.js';
+
+/**
+ * Cancel, per the contract's state table: a queued job leaves the queue and is canceled at once;
+ * a running job becomes `canceling` and its worker is told to interrupt the engine; canceling or
+ * finished jobs are left as they are. Every step is a guarded transition, so a cancel racing a
+ * worker's start or finish resolves in the database.
+ */
+@Injectable()
+export class JobControl {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(CONFIG) private readonly config: Config,
+    private readonly pipeline: JobPipeline,
+  ) {}
+
+  async cancel(job: Job): Promise<void> {
+    let current: Job | null = job;
+    for (let attempt = 0; attempt < 3 && current; attempt++) {
+      if (current.status === 'queued') {
+        const done = await finishJob(this.db, current.id, { status: 'canceled' }, this.config.jobs.creditsPerSecond);
+        if (done) {
+          if (current.dispatchedAt) {
+            await this.pipeline.queue.remove(runJobId(current.id, current.dispatchedAt)).catch(() => undefined);
+          }
+          await this.pipeline.vault.delete(current.id).catch(() => undefined);
+          await this.pipeline.events.append(current.id, current.accountId, 'status', { status: 'canceled', queue_position: null });
+          this.pipeline.kick();
+          return;
+        }
+      } else if (current.status === 'running') {
+        const moved = await transition(this.db, current.id, ['running'], 'canceling', { cancelRequestedAt: new Date() });
+        if (moved) {
+          await this.signal(current.id);
+          await this.pipeline.events.append(current.id, current.accountId, 'status', { status: 'canceling', queue_position: null });
+          return;
+        }
+      } else {
+        return; // canceling already, or terminal: nothing changes
+      }
+      current = await this.db.job.findUnique({ where: { id: job.id } });
+    }
+  }
+
+  /** Reaches the worker holding the job wherever it runs: a flag it polls and a message it hears. */
+  private async signal(jobId: string): Promise<void> {
+    const { redis, keys } = this.pipeline;
+    await redis.set(keys.cancelFlag(jobId), 'cancel', 'EX', 24 * 3600);
+    await redis.publish(keys.cancelChannel, jobId);
+  }
+}

@@ -1,0 +1,86 @@
+import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Config } from '#libs/config';
+import type { Db } from '#libs/db';
+import {
+  Dispatcher,
+  ExtraDataVault,
+  JobEventLog,
+  NodeDefinitionsCache,
+  Sweeper,
+  WorkerRegistry,
+  createRunQueue,
+  jobKeys,
+  queuePositions,
+  type JobKeys,
+  type RunPayload,
+} from '#libs/jobs';
+import type { BlobStore } from '#libs/storage';
+import type { NodeDefinitions } from '#libs/workflow';
+import { BLOB_STORE, CONFIG, DB, REDIS } from '../core/tokens.js';
+
+const POSITIONS_TTL_MS = 250;
+
+/** The job machinery the API shares with the workers: queue, dispatcher, event log, secrets vault. */
+@Injectable()
+export class JobPipeline implements OnModuleInit, OnModuleDestroy {
+  readonly keys: JobKeys;
+  readonly queue: Queue<RunPayload>;
+  readonly events: JobEventLog;
+  readonly vault: ExtraDataVault;
+  readonly registry: WorkerRegistry;
+  readonly dispatcher: Dispatcher;
+  readonly definitions: NodeDefinitionsCache<NodeDefinitions>;
+  private readonly sweeper: Sweeper;
+  private positions: { at: number; map: Promise<Map<string, number>> } | null = null;
+  private sweepTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    @Inject(CONFIG) readonly config: Config,
+    @Inject(DB) private readonly db: Db,
+    @Inject(REDIS) readonly redis: Redis,
+    @Inject(BLOB_STORE) store: BlobStore,
+  ) {
+    this.keys = jobKeys(config.redisPrefix);
+    this.queue = createRunQueue({ url: config.redisUrl, enableOfflineQueue: false, maxRetriesPerRequest: 2 } as never, this.keys);
+    this.events = new JobEventLog(redis, this.keys, config.jobs.retentionSeconds * 1000);
+    this.vault = new ExtraDataVault(redis, this.keys, config.signingSecret);
+    this.registry = new WorkerRegistry(redis, this.keys);
+    this.dispatcher = new Dispatcher(db, redis, this.queue, this.registry, this.keys);
+    this.definitions = new NodeDefinitionsCache<NodeDefinitions>(redis, this.keys);
+    this.sweeper = new Sweeper(db, redis, this.queue, this.registry, this.dispatcher, this.events, store, this.keys, {
+      creditsPerSecond: config.jobs.creditsPerSecond,
+      maxAttempts: config.jobs.maxAttempts,
+      deadlineGraceMs: 30_000,
+    });
+  }
+
+  onModuleInit(): void {
+    // API replicas sweep too, so queue deadlines and retention hold even with no worker running.
+    this.sweepTimer = setInterval(() => void this.sweeper.sweep().catch(() => undefined), 5_000);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    await this.queue.close().catch(() => undefined);
+  }
+
+  /** Fire and forget: a submission never waits on scheduling. */
+  kick(): void {
+    void this.dispatcher.kick().catch(() => undefined);
+  }
+
+  /** Queue positions of every waiting job, recomputed at most every 250 ms per replica. */
+  async queuePosition(jobId: string): Promise<number | null> {
+    const now = Date.now();
+    if (!this.positions || now - this.positions.at > POSITIONS_TTL_MS) {
+      this.positions = { at: now, map: queuePositions(this.db) };
+    }
+    const found = (await this.positions.map).get(jobId);
+    if (found !== undefined || now - this.positions.at < 10) return found ?? null;
+    // Newer than the cached ordering: compute afresh rather than answer null for a queued job.
+    this.positions = { at: Date.now(), map: queuePositions(this.db) };
+    return (await this.positions.map).get(jobId) ?? null;
+  }
+}

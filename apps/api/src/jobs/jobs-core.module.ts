@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { LimitsModule } from '../limits/index.js';
+import { DeploymentsService } from '../surface/deployments.service.js';
+import { EventFanout } from './event-fanout.js';
+import { JobControl } from './job-control.service.js';
+import { JobPipeline } from './job-pipeline.js';
+import { JobViews } from './job-views.service.js';
+import { SubmissionService } from './submission.service.js';
+
+/** Job logic shared by the v2 and v1 surfaces. */
+@Module({
+  imports: [LimitsModule],
+  providers: [JobPipeline, EventFanout, SubmissionService, JobViews, JobControl, DeploymentsService],
+  exports: [JobPipeline, EventFanout, SubmissionService, JobViews, JobControl, DeploymentsService, LimitsModule],
+})
+export class JobsCoreModule {}

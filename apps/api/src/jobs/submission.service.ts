@@ -1,0 +1,175 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Config } from '#libs/config';
+import { ApiError } from '#libs/contracts';
+import { Prisma, type Account, type Db, type Deployment, type Job } from '#libs/db';
+import { assetRefIds, validateWorkflow, workflowFormat, type ApiWorkflow, type NodeDefinitions, type ValidationOutcome } from '#libs/workflow';
+import { CONFIG, DB } from '../core/tokens.js';
+import { JobPipeline } from './job-pipeline.js';
+import { checkPinnedStructure } from './deployment-rules.js';
+
+export interface SubmitRequest {
+  workflow: unknown;
+  extraData?: Record<string, unknown>;
+  idempotencyKey?: string;
+  source: 'v2' | 'v1';
+  clientId?: string | null;
+  deployment?: Deployment | null;
+  /** Given by v1 clients (`prompt_id`); otherwise a fresh UUID. */
+  jobId?: string;
+}
+
+export type Submitted = { job: Job; replayed: boolean };
+
+/** Thrown with the validation outcome so v1 can answer in the engine's shape and v2 in its own. */
+export class WorkflowRejected extends Error {
+  constructor(readonly outcome: Extract<ValidationOutcome, { ok: false }>) {
+    super(outcome.error.message);
+  }
+}
+
+const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+
+/** A canonical JSON text: the same workflow gives the same hash whatever its key order. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * The one way a job comes into existence, for v1 and v2 alike: validate, resolve assets, check
+ * credits and limits, then insert the job (and its idempotency record) in one transaction and
+ * wake the dispatcher. Nothing is created when any check fails.
+ */
+@Injectable()
+export class SubmissionService {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(CONFIG) private readonly config: Config,
+    private readonly pipeline: JobPipeline,
+  ) {}
+
+  async definitions(): Promise<NodeDefinitions> {
+    const defs = await this.pipeline.definitions.get();
+    if (defs) return defs;
+    throw new ApiError('service_unavailable', 'No engine has reported its node definitions yet; retry shortly.', undefined, { 'retry-after': '5' });
+  }
+
+  /** Validation alone, shared with v1's own error shape. */
+  async validate(workflow: unknown): Promise<{ workflow: ApiWorkflow; outputs: string[] }> {
+    const format = workflowFormat(workflow);
+    if (format === 'ui') throw new ApiError('workflow_format_ui', 'The workflow is in the editor (UI) format; export it in API format.');
+    if (format === 'invalid') throw new ApiError('invalid_workflow', 'workflow must be an object in the engine API format.');
+    const outcome = validateWorkflow(workflow, await this.definitions());
+    if (!outcome.ok) throw new WorkflowRejected(outcome);
+    return { workflow: workflow as ApiWorkflow, outputs: outcome.outputs };
+  }
+
+  async submit(account: Account, req: SubmitRequest): Promise<Submitted> {
+    if (req.deployment) this.checkDeployment(req.deployment, req.workflow);
+    const { workflow, outputs } = await this.validate(req.workflow);
+    await this.checkAssets(account, workflow);
+    const requestHash = createHash('sha256').update(canonical(workflow)).digest('hex');
+    if (req.idempotencyKey) {
+      const replay = await this.replay(account, req.idempotencyKey, requestHash);
+      if (replay) return { job: replay, replayed: true };
+    }
+    if (account.creditBalance <= 0n) throw new ApiError('insufficient_credits', 'The account has no credits left.');
+    const queued = await this.db.job.count({ where: { accountId: account.id, status: 'queued' } });
+    if (queued >= account.maxQueuedJobs) {
+      throw ApiError.retryAfter('queue_full', `The account already has ${queued} queued jobs, its limit.`, 10);
+    }
+
+    const jobId = req.jobId ?? randomUUID();
+    const now = Date.now();
+    const cfg = this.config.jobs;
+    // Secrets first: a job a worker can pick up must already find its extra_data.
+    if (req.extraData && Object.keys(req.extraData).length > 0) {
+      await this.pipeline.vault.put(jobId, req.extraData, cfg.queueTimeoutSeconds + cfg.executionTimeoutSeconds + 600);
+    }
+    let job: Job;
+    try {
+      job = await this.db.$transaction(async (tx) => {
+        const created = await tx.job.create({
+          data: {
+            id: jobId,
+            accountId: account.id,
+            workflow: workflow as object,
+            outputNodes: outputs,
+            source: req.source,
+            clientId: req.clientId ?? null,
+            deploymentId: req.deployment?.id ?? null,
+            expiresAt: new Date(now + cfg.retentionSeconds * 1000),
+            queueDeadlineAt: new Date(now + cfg.queueTimeoutSeconds * 1000),
+          },
+        });
+        if (req.idempotencyKey) {
+          await tx.idempotencyRecord.create({
+            data: { accountId: account.id, key: req.idempotencyKey, requestHash, jobId, expiresAt: new Date(now + IDEMPOTENCY_TTL_MS) },
+          });
+        }
+        return created;
+      });
+    } catch (err) {
+      await this.pipeline.vault.delete(jobId).catch(() => undefined);
+      if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') {
+        const target = JSON.stringify(err.meta ?? {});
+        // A concurrent duplicate won the race for this key: answer with its job.
+        if (req.idempotencyKey && /idempotency|key/.test(target)) {
+          const replay = await this.replay(account, req.idempotencyKey, requestHash);
+          if (replay) return { job: replay, replayed: true };
+        }
+        if (req.jobId) throw ApiError.invalid('A job with this prompt_id already exists.');
+      }
+      throw err;
+    }
+    await this.pipeline.events.append(job.id, account.id, 'status', { status: 'queued', queue_position: null }).catch(() => undefined);
+    this.pipeline.kick();
+    return { job, replayed: false };
+  }
+
+  /** The job an unexpired key already maps to; 422 when the key was used for another body. */
+  private async replay(account: Account, key: string, requestHash: string): Promise<Job | null> {
+    const record = await this.db.idempotencyRecord.findUnique({ where: { accountId_key: { accountId: account.id, key } }, include: { job: true } });
+    if (!record) return null;
+    if (record.expiresAt.getTime() <= Date.now()) {
+      await this.db.idempotencyRecord.deleteMany({ where: { accountId: account.id, key, expiresAt: { lte: new Date() } } });
+      return null;
+    }
+    if (record.requestHash !== requestHash) {
+      throw new ApiError('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request body.');
+    }
+    return record.job;
+  }
+
+  private async checkAssets(account: Account, workflow: ApiWorkflow): Promise<void> {
+    const ids = assetRefIds(workflow);
+    if (ids.length === 0) return;
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+    const valid = ids.filter((id) => uuid.test(id));
+    const found = await this.db.asset.findMany({
+      where: { id: { in: valid }, accountId: account.id, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] },
+      select: { id: true },
+    });
+    const have = new Set(found.map((a) => a.id));
+    const missing = ids.filter((id) => !have.has(id));
+    if (missing.length > 0) {
+      throw new ApiError('missing_asset', 'The workflow references assets that do not exist.', { asset_ids: missing });
+    }
+  }
+
+  private checkDeployment(deployment: Deployment, workflow: unknown): void {
+    if (deployment.status === 'stopped') throw new ApiError('deployment_stopped', 'This deployment is stopped.');
+    if (deployment.status === 'starting') throw ApiError.retryAfter('deployment_not_ready', 'This deployment is starting; retry shortly.', 5);
+    const problems = checkPinnedStructure(deployment.workflow as unknown as ApiWorkflow, workflow);
+    if (Object.keys(problems).length > 0) {
+      throw new ApiError('invalid_workflow', 'A deployment runs its pinned workflow; only literal input values may differ.', { node_errors: problems });
+    }
+  }
+}

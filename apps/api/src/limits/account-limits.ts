@@ -1,0 +1,59 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import type { Config } from '#libs/config';
+import { ApiError } from '#libs/contracts';
+import type { Account } from '#libs/db';
+import { CONFIG, REDIS } from '../core/tokens.js';
+
+const STREAM_TTL_MS = 60_000;
+
+/** Per-account request rate and open event streams, counted in Redis so they hold across replicas. */
+@Injectable()
+export class AccountLimits {
+  constructor(
+    @Inject(REDIS) private readonly redis: Redis,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  /** A fixed one-minute window per account: 429 `rate_limited` with the seconds left in it. */
+  async countRequest(account: Account): Promise<void> {
+    const now = Date.now();
+    const window = Math.floor(now / 60_000);
+    const key = `${this.config.redisPrefix}:rate:${account.id}:${window}`;
+    const result = await this.redis.multi().incr(key).pexpire(key, 61_000).exec();
+    const count = Number(result?.[0]?.[1] ?? 0);
+    if (count > account.requestsPerMinute) {
+      const retry = Math.ceil(((window + 1) * 60_000 - now) / 1000);
+      throw ApiError.retryAfter('rate_limited', `More than ${account.requestsPerMinute} requests in a minute.`, retry);
+    }
+  }
+
+  /**
+   * Registers an open stream; 429 `too_many_streams` past the account's limit. Streams refresh
+   * their entry while open, so a replica that dies cannot hold slots for longer than a minute.
+   */
+  async openStream(account: Account, streamId: string): Promise<{ refresh(): Promise<void>; close(): Promise<void> }> {
+    const key = `${this.config.redisPrefix}:streams:${account.id}`;
+    const now = Date.now();
+    const result = await this.redis
+      .multi()
+      .zremrangebyscore(key, 0, now - STREAM_TTL_MS)
+      .zadd(key, now, streamId)
+      .zcard(key)
+      .pexpire(key, STREAM_TTL_MS * 2)
+      .exec();
+    const open = Number(result?.[2]?.[1] ?? 0);
+    if (open > account.maxEventStreams) {
+      await this.redis.zrem(key, streamId);
+      throw ApiError.retryAfter('too_many_streams', `The account already has ${account.maxEventStreams} open event streams.`, 5);
+    }
+    return {
+      refresh: async () => {
+        await this.redis.zadd(key, Date.now(), streamId);
+      },
+      close: async () => {
+        await this.redis.zrem(key, streamId);
+      },
+    };
+  }
+}

@@ -1,0 +1,345 @@
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Config } from '#libs/config';
+import type { Account } from '#libs/db';
+import { CONFIG } from '../../core/tokens.js';
+import { toErrorShape } from '../../http/error-body.js';
+import { adapterFor, errorResult, validationResult, type GenerationResult } from '../adapters/index.js';
+import { CatalogService, type CatalogModel } from '../catalog/catalog.service.js';
+import { isEntitled, isModelSegment, isProviderSegment } from '../catalog/model-id.js';
+import { closestIds } from '../catalog/suggestions.js';
+import { RouterError, RouterValidationError } from '../errors.js';
+import { LimitsService, type Slot } from '../limits/limits.service.js';
+import { UsageService, type KeyedRow } from './usage.service.js';
+
+/** What the controller knows about the caller's connection. */
+export interface CallerFate {
+  /** Resolves once the response left (true) or the caller went away first (false). */
+  settled: Promise<boolean>;
+}
+
+export interface CallInput {
+  callId: string;
+  account: Account;
+  provider: string;
+  model: string;
+  rawBody: Buffer | undefined;
+  body: unknown;
+  idempotencyKey: string | undefined;
+  fate: CallerFate;
+  startedAt: number;
+}
+
+export interface CallReply {
+  result: GenerationResult;
+  headers: Record<string, string>;
+}
+
+/** A generation this process is running or collecting: joiners wait on the same promise. */
+interface Generation {
+  promise: Promise<GenerationResult>;
+  handle: string | null;
+}
+
+const DEADLINE = Symbol('deadline');
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+const KEY_LIFETIME_MS = 24 * 3600 * 1000;
+// Results a retry gets back as they were; other endings free the key so a retry dispatches anew.
+const REPLAYABLE = new Set(['success', 'content_policy_violation', 'invalid_input']);
+
+@Injectable()
+export class CallsService {
+  private readonly logger = new Logger('RouterCalls');
+  private readonly generations = new Map<string, Generation>();
+
+  constructor(
+    private readonly catalog: CatalogService,
+    private readonly limits: LimitsService,
+    private readonly usage: UsageService,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  /** Runs one call to its end; never throws, every ending is a reply and a usage record. */
+  async run(input: CallInput): Promise<CallReply> {
+    const modelId = `${input.provider}/${input.model}`.slice(0, 300);
+    try {
+      const model = await this.resolve(input.account, input.provider, input.model);
+      if (input.rawBody === undefined || input.body === undefined) {
+        throw new RouterError('invalid_input', "The request body must be the model's JSON input (Content-Type: application/json).");
+      }
+      const problems = model.schema.validate(input.body);
+      if (problems.length > 0) throw new RouterValidationError('invalid_input', problems);
+      const key = input.idempotencyKey;
+      if (key !== undefined) return await this.keyed(input, model, key, 0);
+      return await this.fresh(input, model, null);
+    } catch (err) {
+      const reply = this.failureReply(err);
+      this.usage.track(
+        this.usage.insertFinal({
+          id: input.callId,
+          accountId: input.account.id,
+          modelId,
+          outcome: reply.result.bucket,
+          resultBucket: null,
+          httpStatus: reply.result.status,
+          costCents: 0,
+          charged: false,
+          durationMs: Date.now() - input.startedAt,
+        }),
+        `usage record ${input.callId}`,
+      );
+      return reply;
+    }
+  }
+
+  /** The model the caller may run, or the 404/403 that says why not. */
+  async resolve(account: Account, provider: string, model: string): Promise<CatalogModel> {
+    const id = `${provider}/${model}`;
+    const found = isProviderSegment(provider) && isModelSegment(model) ? await this.catalog.get(id) : undefined;
+    if (!found) {
+      const visible = this.catalog.ids().filter((candidate) => isEntitled(account.routerEntitlements, candidate));
+      const suggestions = closestIds(id, visible);
+      const shown = id.length > 200 ? `${id.slice(0, 200)}…` : id;
+      throw new RouterError('model_not_found', `No runnable model is named '${shown}'.${suggestions.length ? ` Did you mean: ${suggestions.join(', ')}?` : ''}`);
+    }
+    if (!isEntitled(account.routerEntitlements, found.id)) throw new RouterError('forbidden', `This workspace is not entitled to ${found.id}.`);
+    return found;
+  }
+
+  private failureReply(err: unknown): CallReply {
+    if (err instanceof RouterValidationError) return { result: validationResult(err.bucket, err.entries), headers: {} };
+    if (err instanceof RouterError) return { result: { ...errorResult(err.bucket, err.detail), status: err.status }, headers: err.headers };
+    if (toErrorShape(err).status === 503) {
+      this.logger.warn(`router call failed on a dependency: ${(err as Error)?.message ?? String(err)}`);
+      return { result: errorResult('service_unavailable', 'A dependency of the router is temporarily unavailable; retry with backoff.'), headers: { 'retry-after': '1' } };
+    }
+    this.logger.error(`router call failed unexpectedly: ${(err as Error)?.stack ?? String(err)}`);
+    return { result: errorResult('internal_error', 'The router failed while handling the call.'), headers: {} };
+  }
+
+  private checkCredits(account: Account, model: CatalogModel): void {
+    if (account.creditBalance < BigInt(model.priceCents) || (model.priceCents > 0 && account.creditBalance <= 0n)) {
+      throw new RouterError('insufficient_credits', `The workspace lacks the credits to run ${model.id} (it costs ${model.priceCents}).`);
+    }
+  }
+
+  private deadlineAt(input: CallInput): number {
+    return input.startedAt + this.config.router.deadlineMs;
+  }
+
+  private deadlineReply(model: CatalogModel, keyed: boolean, handle: string | null): CallReply {
+    const collectable = keyed && handle !== null && adapterFor(model.adapterKind)?.collect !== undefined;
+    const detail = `The router stopped waiting at its ${this.config.router.deadlineMs} ms deadline; nothing was rejected.${keyed ? ' Retry with the same Idempotency-Key to collect the generation instead of starting another.' : ''}`;
+    return {
+      result: errorResult('deadline_exceeded', detail),
+      headers: collectable ? { 'retry-after': String(Math.max(1, Math.ceil(model.pollIntervalMs / 1000))) } : {},
+    };
+  }
+
+  /** A new generation: slot, dispatch, wait up to the deadline; the generation may outlive the wait. */
+  private async fresh(input: CallInput, model: CatalogModel, keyed: { key: string; requestHash: string } | null): Promise<CallReply> {
+    this.checkCredits(input.account, model);
+    const slot = await this.limits.acquire(input.account, input.callId, model.priceCents);
+    if (keyed) {
+      let inserted: boolean;
+      try {
+        inserted = await this.usage.insertKeyed({ id: input.callId, accountId: input.account.id, modelId: model.id, key: keyed.key, requestHash: keyed.requestHash, costCents: model.priceCents });
+      } catch (err) {
+        this.limits.release(slot);
+        throw err;
+      }
+      if (!inserted) {
+        // Another call took the key between our look and our insert: join it.
+        this.limits.release(slot);
+        return this.keyed(input, model, keyed.key, 1);
+      }
+    }
+    const generation = this.start(input, model, slot, keyed !== null);
+    const ended = await raceDeadline(generation.promise, this.deadlineAt(input));
+    const deadlineHit = ended === DEADLINE;
+    const reply: CallReply = deadlineHit ? this.deadlineReply(model, keyed !== null, generation.handle) : { result: ended, headers: {} };
+    void Promise.all([generation.promise, input.fate.settled]).then(([result, delivered]) => {
+      const outcome = !delivered ? 'client_disconnected' : deadlineHit ? 'deadline_exceeded' : result.bucket;
+      const durationMs = Date.now() - input.startedAt;
+      if (keyed) {
+        this.usage.track(this.usage.setOutcome(input.callId, outcome, durationMs), `usage outcome ${input.callId}`);
+      } else {
+        this.usage.track(
+          this.usage.insertFinal({
+            id: input.callId,
+            accountId: input.account.id,
+            modelId: model.id,
+            outcome,
+            resultBucket: result.bucket,
+            httpStatus: result.status,
+            costCents: model.priceCents,
+            charged: this.isCharged(model, result),
+            durationMs,
+            providerHandle: generation.handle,
+          }),
+          `usage record ${input.callId}`,
+        );
+      }
+    });
+    return reply;
+  }
+
+  /** Billing rule: a finished generation is charged; a policy refusal only where the model says so. */
+  private isCharged(model: CatalogModel, result: GenerationResult): boolean {
+    if (result.bucket === 'success') return true;
+    return result.bucket === 'content_policy_violation' && model.chargesOnPolicyRejection === 'yes';
+  }
+
+  /** Dispatches at the provider; the slot is held until the generation ends, whoever waits for it. */
+  private start(input: CallInput, model: CatalogModel, slot: Slot, keyed: boolean): Generation {
+    const adapter = adapterFor(model.adapterKind);
+    const generation: Generation = { handle: null, promise: Promise.resolve(errorResult('internal_error', '')) };
+    const dispatched = adapter
+      ? adapter.dispatch(model, input.rawBody!, {
+          signal: AbortSignal.timeout(model.timeoutMs),
+          onHandle: (handle) => {
+            generation.handle = handle;
+            if (keyed) this.usage.track(this.usage.setHandle(input.callId, handle), `handle of ${input.callId}`);
+          },
+        })
+      : Promise.resolve(errorResult('internal_error', `The router has no adapter for ${model.adapterKind}.`));
+    generation.promise = dispatched
+      .catch((err: Error) => {
+        this.logger.error(`dispatch of ${input.callId} failed: ${err.stack ?? err.message}`);
+        return errorResult('internal_error', 'The router failed while calling the provider.');
+      })
+      .finally(() => this.limits.release(slot));
+    if (keyed) {
+      this.generations.set(input.callId, generation);
+      const stored = generation.promise.then((result) =>
+        this.usage.completeGeneration(input.callId, input.account.id, result, model.priceCents, this.isCharged(model, result), REPLAYABLE.has(result.bucket)),
+      );
+      this.usage.track(stored.finally(() => this.generations.delete(input.callId)), `result of ${input.callId}`);
+    }
+    return generation;
+  }
+
+  /** A call with an Idempotency-Key: replay, join the generation already under way, or dispatch. */
+  private async keyed(input: CallInput, model: CatalogModel, key: string, attempt: number): Promise<CallReply> {
+    if (!KEY_PATTERN.test(key)) throw new RouterError('invalid_input', 'Idempotency-Key must be 1 to 255 visible ASCII characters.');
+    if (attempt > 3) throw new RouterError('service_unavailable', 'The Idempotency-Key is contended; retry shortly.', { 'retry-after': '1' });
+    const requestHash = createHash('sha256').update(model.id).update('\n').update(input.rawBody!).digest('hex');
+    let row = await this.usage.findByKey(input.account.id, key);
+    if (row && row.state === 'completed' && row.createdAt.getTime() < Date.now() - KEY_LIFETIME_MS) {
+      await this.usage.freeKey(row.id);
+      row = null;
+    }
+    if (!row) return this.fresh(input, model, { key, requestHash });
+    if (row.requestHash !== requestHash) {
+      throw new RouterError('invalid_input', 'This Idempotency-Key was already used with a different model or body; use a new key for a new request.');
+    }
+    const joined = await this.join(input, model, row);
+    if (joined === 'dispatch') return this.keyed(input, model, key, attempt + 1);
+    this.recordJoin(input, model, row.id, joined);
+    return joined;
+  }
+
+  private recordJoin(input: CallInput, model: CatalogModel, originalId: string, reply: CallReply): void {
+    void input.fate.settled.then((delivered) =>
+      this.usage.track(
+        this.usage.insertFinal({
+          id: input.callId,
+          accountId: input.account.id,
+          modelId: model.id,
+          outcome: delivered ? reply.result.bucket : 'client_disconnected',
+          resultBucket: reply.result.bucket === 'deadline_exceeded' ? null : reply.result.bucket,
+          httpStatus: reply.result.status,
+          costCents: 0,
+          charged: false,
+          durationMs: Date.now() - input.startedAt,
+          replayOf: originalId,
+        }),
+        `usage record ${input.callId}`,
+      ),
+    );
+  }
+
+  /**
+   * Waits on the generation of an earlier call with the same key, up to this call's deadline:
+   * in this process through its promise, elsewhere through its row; with a provider handle the
+   * generation is collected from the provider directly (never dispatched again).
+   */
+  private async join(input: CallInput, model: CatalogModel, first: KeyedRow): Promise<CallReply | 'dispatch'> {
+    const deadlineAt = this.deadlineAt(input);
+    const replayed = { 'idempotent-replayed': 'true' };
+    let row: KeyedRow | null = first;
+    for (;;) {
+      if (!row) return 'dispatch';
+      if (row.state === 'completed') {
+        if (!row.idempotencyKey || row.httpStatus === null || !row.resultBucket) return 'dispatch';
+        const stored: GenerationResult = {
+          bucket: row.resultBucket as GenerationResult['bucket'],
+          status: row.httpStatus,
+          contentType: row.responseType ?? 'application/json',
+          body: Buffer.from(row.responseBody ?? new Uint8Array()),
+        };
+        return { result: stored, headers: replayed };
+      }
+      if (row.state !== 'running') return 'dispatch';
+      const generation = this.generations.get(row.id) ?? (row.providerHandle ? this.collect(model, row) : undefined);
+      if (generation) {
+        const ended = await raceDeadline(generation.promise, deadlineAt);
+        if (ended === DEADLINE) return this.deadlineReply(model, true, generation.handle);
+        return { result: ended, headers: replayed };
+      }
+      // Running elsewhere without a handle yet: a synchronous call in flight on another replica.
+      if (Date.now() > row.createdAt.getTime() + model.timeoutMs + 30_000) {
+        // Its replica died before finishing; nothing can be collected, so dispatch again.
+        await this.usage.freeKey(row.id, { state: 'running' });
+        return 'dispatch';
+      }
+      const remaining = deadlineAt - Date.now();
+      if (remaining <= 0) return this.deadlineReply(model, true, null);
+      await sleep(Math.min(100, remaining));
+      row = await this.usage.find(row.id);
+    }
+  }
+
+  /** Collects a generation by its handle; one collector per process per generation. */
+  private collect(model: CatalogModel, row: KeyedRow): Generation | undefined {
+    const adapter = adapterFor(model.adapterKind);
+    if (!adapter?.collect || !row.providerHandle) return undefined;
+    const existing = this.generations.get(row.id);
+    if (existing) return existing;
+    const remaining = Math.max(1, row.createdAt.getTime() + model.timeoutMs - Date.now());
+    const handle = row.providerHandle;
+    const generation: Generation = {
+      handle,
+      promise: adapter
+        .collect(model, handle, AbortSignal.timeout(remaining))
+        .catch((err: Error) => {
+          this.logger.error(`collecting ${row.id} failed: ${err.stack ?? err.message}`);
+          return errorResult('internal_error', 'The router failed while collecting the generation.');
+        })
+        .then(async (result) => {
+          const first = await this.usage.completeGeneration(row.id, row.accountId, result, row.costCents, this.isCharged(model, result), REPLAYABLE.has(result.bucket));
+          if (first) return result;
+          // Another collector stored it first: everyone returns that one.
+          const stored = await this.usage.find(row.id);
+          if (stored?.responseBody && stored.httpStatus !== null && stored.resultBucket) {
+            return { bucket: stored.resultBucket as GenerationResult['bucket'], status: stored.httpStatus, contentType: stored.responseType ?? 'application/json', body: Buffer.from(stored.responseBody) };
+          }
+          return result;
+        })
+        .finally(() => this.generations.delete(row.id)),
+    };
+    this.generations.set(row.id, generation);
+    return generation;
+  }
+}
+
+function raceDeadline<T>(promise: Promise<T>, at: number): Promise<T | typeof DEADLINE> {
+  const ms = at - Date.now();
+  if (ms <= 0) return Promise.resolve(DEADLINE);
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<typeof DEADLINE>((resolve) => {
+    timer = setTimeout(() => resolve(DEADLINE), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,139 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import type { Db } from '#libs/db';
+import { DB } from '../../core/tokens.js';
+import type { GenerationResult } from '../adapters/index.js';
+
+// Usage and audit: one router_calls row per call (request id, workspace, model, outcome bucket,
+// duration, charged). A charge is a ledger entry (reason router_call, ref = the call id, unique, so
+// a generation is never charged twice) and the balance moves in the same statement. Credits are
+// US cents: a call is charged its model's price.
+
+export const CHARGE_REASON = 'router_call';
+
+export interface FinalRecord {
+  id: string;
+  accountId: string;
+  modelId: string;
+  outcome: string;
+  resultBucket: string | null;
+  httpStatus: number;
+  costCents: number;
+  charged: boolean;
+  durationMs: number;
+  providerHandle?: string | null;
+  replayOf?: string | null;
+}
+
+export interface KeyedRow {
+  id: string;
+  accountId: string;
+  modelId: string;
+  idempotencyKey: string | null;
+  requestHash: string | null;
+  state: string;
+  resultBucket: string | null;
+  httpStatus: number | null;
+  responseType: string | null;
+  responseBody: Uint8Array | null;
+  providerHandle: string | null;
+  costCents: number;
+  createdAt: Date;
+  completedAt: Date | null;
+}
+
+@Injectable()
+export class UsageService implements OnApplicationShutdown {
+  private readonly logger = new Logger('RouterUsage');
+  private readonly pending = new Set<Promise<unknown>>();
+
+  constructor(@Inject(DB) private readonly db: Db) {}
+
+  /** Writes that outlive their request are tracked so a shutdown waits for them. */
+  track<T>(promise: Promise<T>, what: string): void {
+    const tracked = promise.catch((err: Error) => this.logger.error(`${what} failed: ${err.message}`));
+    this.pending.add(tracked);
+    void tracked.finally(() => this.pending.delete(tracked));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.allSettled([...this.pending]);
+  }
+
+  /** The record of a call that ends here (and its charge). */
+  async insertFinal(r: FinalRecord): Promise<void> {
+    const amount = -BigInt(r.costCents);
+    await this.db.$executeRaw`
+      WITH call AS (
+        INSERT INTO router_calls (id, account_id, model_id, state, outcome, result_bucket, http_status, provider_handle, cost_cents, charged, duration_ms, replay_of, completed_at)
+        VALUES (${r.id}, ${r.accountId}::uuid, ${r.modelId}, 'completed', ${r.outcome}, ${r.resultBucket}, ${r.httpStatus}, ${r.providerHandle ?? null}, ${r.costCents}, ${r.charged}, ${r.durationMs}, ${r.replayOf ?? null}, now())
+        RETURNING id
+      ), charge AS (
+        INSERT INTO credit_ledger (account_id, amount, reason, ref)
+        SELECT ${r.accountId}::uuid, ${amount}, ${CHARGE_REASON}, id FROM call WHERE ${r.charged}
+        ON CONFLICT (reason, ref) DO NOTHING
+        RETURNING amount
+      )
+      UPDATE accounts SET credit_balance = credit_balance + charge.amount FROM charge WHERE accounts.id = ${r.accountId}::uuid`;
+  }
+
+  /** A keyed call's row, before dispatch; false when another call holds the key already. */
+  async insertKeyed(r: { id: string; accountId: string; modelId: string; key: string; requestHash: string; costCents: number }): Promise<boolean> {
+    const rows = await this.db.$queryRaw<{ id: string }[]>`
+      INSERT INTO router_calls (id, account_id, model_id, idempotency_key, request_hash, state, cost_cents)
+      VALUES (${r.id}, ${r.accountId}::uuid, ${r.modelId}, ${r.key}, ${r.requestHash}, 'running', ${r.costCents})
+      ON CONFLICT (account_id, idempotency_key) DO NOTHING
+      RETURNING id`;
+    return rows.length === 1;
+  }
+
+  async findByKey(accountId: string, key: string): Promise<KeyedRow | null> {
+    return this.db.routerCall.findUnique({ where: { accountId_idempotencyKey: { accountId, idempotencyKey: key } } });
+  }
+
+  async find(id: string): Promise<KeyedRow | null> {
+    return this.db.routerCall.findUnique({ where: { id } });
+  }
+
+  async setHandle(id: string, handle: string): Promise<void> {
+    await this.db.routerCall.updateMany({ where: { id, state: 'running' }, data: { providerHandle: handle } });
+  }
+
+  /** Lets the key go (the row stays as the audit record): the next call with it dispatches anew. */
+  async freeKey(id: string, onlyIf: { state?: string } = {}): Promise<boolean> {
+    const done = await this.db.routerCall.updateMany({
+      where: { id, ...onlyIf },
+      data: { idempotencyKey: null, ...(onlyIf.state === 'running' ? { state: 'abandoned', completedAt: new Date() } : {}) },
+    });
+    return done.count === 1;
+  }
+
+  /**
+   * Stores a keyed generation's result once (first writer wins) and charges it; returns false when
+   * another collector stored it first.
+   */
+  async completeGeneration(id: string, accountId: string, result: GenerationResult, costCents: number, charged: boolean, keepKey: boolean): Promise<boolean> {
+    const amount = -BigInt(costCents);
+    const rows = await this.db.$queryRaw<{ updated: number }[]>`
+      WITH done AS (
+        UPDATE router_calls SET state = 'completed', result_bucket = ${result.bucket}, http_status = ${result.status},
+          response_type = ${result.contentType}, response_body = ${keepKey ? result.body : null}, charged = ${charged},
+          completed_at = now(), idempotency_key = CASE WHEN ${keepKey} THEN idempotency_key ELSE NULL END
+        WHERE id = ${id} AND state = 'running'
+        RETURNING id
+      ), charge AS (
+        INSERT INTO credit_ledger (account_id, amount, reason, ref)
+        SELECT ${accountId}::uuid, ${amount}, ${CHARGE_REASON}, id FROM done WHERE ${charged}
+        ON CONFLICT (reason, ref) DO NOTHING
+        RETURNING amount
+      ), balance AS (
+        UPDATE accounts SET credit_balance = credit_balance + charge.amount FROM charge WHERE accounts.id = ${accountId}::uuid RETURNING 1
+      )
+      SELECT (SELECT count(*) FROM done)::int AS updated, (SELECT count(*) FROM balance)::int AS charged`;
+    return (rows[0]?.updated ?? 0) === 1;
+  }
+
+  /** What the caller of a keyed call received, once it is known. */
+  async setOutcome(id: string, outcome: string, durationMs: number): Promise<void> {
+    await this.db.routerCall.update({ where: { id }, data: { outcome, durationMs } });
+  }
+}

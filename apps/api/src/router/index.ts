@@ -1,0 +1,1 @@
+export { RouterModule } from './router.module.js';

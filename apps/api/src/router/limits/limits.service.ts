@@ -1,0 +1,134 @@
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import type { Config } from '#libs/config';
+import type { Account } from '#libs/db';
+import { CONFIG, REDIS } from '../../core/tokens.js';
+import { RouterError } from '../errors.js';
+import { ACQUIRE, RELEASE, RENEW } from './limits.scripts.js';
+
+// A slot is held for the whole life of a call's provider generation. Its lease is renewed while
+// the generation runs, so a replica that dies mid-call frees its slots within one lease.
+const LEASE_MS = 30_000;
+const RENEW_EVERY_MS = 10_000;
+
+type LimitCommands = Redis & {
+  routerAcquire(inflight: string, spend: string, window: string, ...args: (string | number)[]): Promise<[string, number, number]>;
+  routerRelease(inflight: string, spend: string, slot: string): Promise<number>;
+  routerRenew(inflight: string, spend: string, ...args: (string | number)[]): Promise<number>;
+};
+
+export interface Slot {
+  id: string;
+  accountId: string;
+}
+
+@Injectable()
+export class LimitsService implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger('RouterLimits');
+  private readonly redis: LimitCommands;
+  /** Slots this process holds, by account: what the renewal timer extends. */
+  private readonly held = new Map<string, Set<string>>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    @Inject(REDIS) redis: Redis,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {
+    redis.defineCommand('routerAcquire', { numberOfKeys: 3, lua: ACQUIRE });
+    redis.defineCommand('routerRelease', { numberOfKeys: 2, lua: RELEASE });
+    redis.defineCommand('routerRenew', { numberOfKeys: 2, lua: RENEW });
+    this.redis = redis as LimitCommands;
+  }
+
+  onModuleInit(): void {
+    this.timer = setInterval(() => void this.renewAll(), RENEW_EVERY_MS);
+    this.timer.unref();
+  }
+
+  onModuleDestroy(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  private keys(accountId: string): [string, string, string] {
+    const base = `${this.config.redisPrefix}:router:{${accountId}}`;
+    return [`${base}:inflight`, `${base}:spend`, `${base}:window`];
+  }
+
+  /** Takes a slot for a call costing `costCents`, or throws the bucket the workspace hit. */
+  async acquire(account: Account, slotId: string, costCents: number): Promise<Slot> {
+    const [inflight, spend, window] = this.keys(account.id);
+    const windowMs = Math.max(1, account.routerWindowSeconds) * 1000;
+    let verdict: [string, number, number];
+    try {
+      verdict = await this.redis.routerAcquire(
+        inflight,
+        spend,
+        window,
+        slotId,
+        costCents,
+        account.routerMaxConcurrent,
+        account.routerSpendCapCents,
+        account.routerWindowCalls,
+        windowMs,
+        LEASE_MS,
+      );
+    } catch (err) {
+      this.logger.warn(`limits unavailable: ${(err as Error).message}`);
+      throw new RouterError('service_unavailable', 'The router cannot check its limits right now; retry with backoff.', { 'retry-after': '1' });
+    }
+    const [kind, a, b] = verdict;
+    if (kind === 'rate_limited') {
+      const seconds = Math.max(1, Math.ceil(Number(b) / 1000));
+      throw new RouterError(
+        'rate_limited',
+        `The workspace used its allowance of ${account.routerWindowCalls} calls per ${account.routerWindowSeconds}-second window; the window rolls over in ${seconds} s.`,
+        { 'retry-after': String(seconds) },
+      );
+    }
+    if (kind === 'concurrency') {
+      throw new RouterError(
+        'concurrency_limit_exceeded',
+        `Concurrent calls limit reached: the workspace has ${a} calls in flight (limit ${account.routerMaxConcurrent}); retry when one of them finishes.`,
+        { 'retry-after': '1' },
+      );
+    }
+    if (kind === 'spend') {
+      const current = Number(a);
+      const cap = account.routerSpendCapCents;
+      throw new RouterError(
+        'concurrency_limit_exceeded',
+        `Committed spend limit reached: in-flight calls have committed ${current} of ${cap} US cents and this call would commit ${costCents} more; retry when one of them finishes.`,
+        {
+          'retry-after': '1',
+          'x-committed-spend-limit': String(cap),
+          'x-committed-spend-current': String(current),
+          'x-committed-spend-remaining': String(Math.max(0, cap - current)),
+        },
+      );
+    }
+    let mine = this.held.get(account.id);
+    if (!mine) this.held.set(account.id, (mine = new Set()));
+    mine.add(slotId);
+    return { id: slotId, accountId: account.id };
+  }
+
+  /**
+   * Frees the slot. Not awaited on the hot path: commands on one connection run in order, so this
+   * process's next acquire already sees it; a failure leaves the lease to expire.
+   */
+  release(slot: Slot): void {
+    const mine = this.held.get(slot.accountId);
+    mine?.delete(slot.id);
+    if (mine?.size === 0) this.held.delete(slot.accountId);
+    const [inflight, spend] = this.keys(slot.accountId);
+    this.redis.routerRelease(inflight, spend, slot.id).catch((err: Error) => this.logger.warn(`slot ${slot.id} not released (its lease will expire): ${err.message}`));
+  }
+
+  private async renewAll(): Promise<void> {
+    for (const [accountId, slots] of this.held) {
+      if (slots.size === 0) continue;
+      const [inflight, spend] = this.keys(accountId);
+      await this.redis.routerRenew(inflight, spend, LEASE_MS, ...slots).catch((err: Error) => this.logger.warn(`lease renewal failed: ${err.message}`));
+    }
+  }
+}

@@ -1,0 +1,107 @@
+import { type CanActivate, type ExecutionContext, Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { Redis } from 'ioredis';
+import { RouterTokenError, verifyRouterToken } from '#libs/auth';
+import type { Config } from '#libs/config';
+import type { Account, Db } from '#libs/db';
+import { authChangedChannel } from '../auth/index.js';
+import { CONFIG, DB } from '../core/tokens.js';
+import { RouterError } from './errors.js';
+
+// Router credentials are JWTs (`sub` = account id). Verified tokens and accounts are cached for a
+// moment to keep every call off the database; the admin command line's "auth changed" message
+// empties the account cache on every replica at once.
+
+const TOKEN_CACHE_MS = 60_000;
+const ACCOUNT_CACHE_MS = 2_000;
+const MAX_ENTRIES = 10_000;
+
+const WORKSPACE = Symbol('routerWorkspace');
+type WorkspaceRequest = FastifyRequest & { [WORKSPACE]?: Account };
+
+function tokenExpiryMs(token: string): number {
+  try {
+    const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp?: unknown };
+    return typeof payload.exp === 'number' ? payload.exp * 1000 : Number.POSITIVE_INFINITY;
+  } catch {
+    return 0;
+  }
+}
+
+@Injectable()
+export class RouterAuthService implements OnModuleInit, OnModuleDestroy {
+  private readonly tokens = new Map<string, { sub: string; until: number }>();
+  private readonly accounts = new Map<string, { account: Account | null; until: number }>();
+  private subscriber: Redis | null = null;
+
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    this.subscriber = new Redis(this.config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+    this.subscriber.on('message', () => this.accounts.clear());
+    this.subscriber.on('ready', () => this.accounts.clear());
+    this.subscriber.on('error', () => undefined);
+    await this.subscriber.connect().catch(() => undefined);
+    await this.subscriber.subscribe(authChangedChannel(this.config.redisPrefix)).catch(() => undefined);
+  }
+
+  onModuleDestroy(): void {
+    this.subscriber?.disconnect();
+  }
+
+  /** The workspace of an `Authorization: Bearer <JWT>` header; throws `unauthorized`. */
+  async authenticate(header: string | undefined): Promise<Account> {
+    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match) throw new RouterError('unauthorized', 'Send a router token as Authorization: Bearer <JWT>.');
+    const token = match[1]!;
+    const now = Date.now();
+    let sub = this.tokens.get(token);
+    if (!sub || sub.until <= now) {
+      try {
+        const accountId = await verifyRouterToken(token, { secret: this.config.router.jwtSecret, publicKeys: this.config.router.jwtPublicKeys });
+        sub = { sub: accountId, until: Math.min(now + TOKEN_CACHE_MS, tokenExpiryMs(token)) };
+      } catch (err) {
+        if (err instanceof RouterTokenError) throw new RouterError('unauthorized', 'The router token is invalid or expired.');
+        throw err;
+      }
+      if (this.tokens.size >= MAX_ENTRIES) this.tokens.clear();
+      this.tokens.set(token, sub);
+    }
+    const account = await this.account(sub.sub, now);
+    if (!account) throw new RouterError('unauthorized', 'The router token names no workspace.');
+    return account;
+  }
+
+  private async account(id: string, now: number): Promise<Account | null> {
+    const cached = this.accounts.get(id);
+    if (cached && cached.until > now) return cached.account;
+    const account = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) ? await this.db.account.findUnique({ where: { id } }) : null;
+    if (this.accounts.size >= MAX_ENTRIES) this.accounts.clear();
+    this.accounts.set(id, { account, until: now + ACCOUNT_CACHE_MS });
+    return account;
+  }
+}
+
+/** Every router route: a valid token, a workspace that exists, is active and has the router on. */
+@Injectable()
+export class RouterAuthGuard implements CanActivate {
+  constructor(private readonly auth: RouterAuthService) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<WorkspaceRequest>();
+    const account = await this.auth.authenticate(request.headers.authorization);
+    if (!account.routerEnabled) throw new RouterError('not_enabled', 'The router is not enabled for this workspace.');
+    if (account.status !== 'active') throw new RouterError('forbidden', 'This workspace is inactive.');
+    request[WORKSPACE] = account;
+    return true;
+  }
+}
+
+export function workspaceOf(request: FastifyRequest): Account {
+  const account = (request as WorkspaceRequest)[WORKSPACE];
+  if (!account) throw new RouterError('unauthorized', 'Send a router token as Authorization: Bearer <JWT>.');
+  return account;
+}

@@ -1,0 +1,139 @@
+import { Controller, Get, Inject, Param, Post, Query, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '#libs/config';
+import { CONFIG } from '../core/tokens.js';
+import { requestOrigin } from '../http/request-origin.js';
+import { CallsService, type CallerFate } from './calls/calls.service.js';
+import { CatalogService, type ModelListEntry } from './catalog/catalog.service.js';
+import { CursorCodec, CursorError } from './catalog/cursor.js';
+import { RouterError } from './errors.js';
+import { ifNoneMatchHits } from './etag.js';
+import { rawBody, serviceRequestId } from './request-context.js';
+import { RouterAuthGuard, workspaceOf } from './router-auth.js';
+import { RouterExceptionFilter } from './router-exception.filter.js';
+
+const DEFAULT_LIMIT = 20;
+const MAX_LIMIT = 100;
+
+/** `limit`: default 20, clamped to 100, zero or negative selects the default; not a number is refused. */
+export function pageLimit(value: unknown): number {
+  if (value === undefined) return DEFAULT_LIMIT;
+  const text = Array.isArray(value) ? value[value.length - 1] : value;
+  if (typeof text !== 'string' || !/^[+-]?\d+$/.test(text.trim())) throw new RouterError('invalid_input', 'limit must be an integer.');
+  const n = Number(text.trim());
+  if (n <= 0) return DEFAULT_LIMIT;
+  return Math.min(n, MAX_LIMIT);
+}
+
+@Controller('v1/models')
+@UseGuards(RouterAuthGuard)
+@UseFilters(RouterExceptionFilter)
+export class RouterController {
+  private readonly cursors: CursorCodec;
+
+  constructor(
+    private readonly catalog: CatalogService,
+    private readonly calls: CallsService,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {
+    this.cursors = new CursorCodec(config.signingSecret);
+  }
+
+  @Get()
+  async list(@Req() request: FastifyRequest, @Query('cursor') cursor: unknown, @Query('limit') limitParam: unknown) {
+    const account = workspaceOf(request);
+    const limit = pageLimit(limitParam);
+    let after: string | null = null;
+    if (cursor !== undefined) {
+      if (typeof cursor !== 'string') throw new RouterError('invalid_input', 'Pass one cursor, the previous page\'s next_cursor.');
+      try {
+        after = this.cursors.decode(account.id, cursor);
+      } catch (err) {
+        if (!(err instanceof CursorError)) throw err;
+        throw new RouterError('invalid_input', `The cursor is not valid (${err.message}); start the walk again without one.`);
+      }
+    }
+    const page = await this.catalog.page(account.routerEntitlements, after, limit);
+    const body: { data: ModelListEntry[]; has_more: boolean; next_cursor?: string; limit: number } = { data: page.data, has_more: page.hasMore, limit };
+    if (page.hasMore) body.next_cursor = this.cursors.encode(account.id, page.data[page.data.length - 1]!.id);
+    return body;
+  }
+
+  @Get(':provider/:model')
+  async detail(@Req() request: FastifyRequest, @Param('provider') provider: string, @Param('model') model: string) {
+    const found = await this.calls.resolve(workspaceOf(request), provider, model);
+    const detail: ModelListEntry & { input_schema_url?: string } = {
+      id: found.id,
+      provider: found.provider,
+      model: found.model,
+      billing: { charges_on_policy_rejection: found.chargesOnPolicyRejection },
+    };
+    // The contract allows only https URLs here; behind plain http the pointer is left out.
+    const url = `${requestOrigin(request, this.config)}${this.config.api.basePath}/v1/models/${found.id}/openapi.json`;
+    if (url.startsWith('https://') && url.length <= 2048) detail.input_schema_url = url;
+    return detail;
+  }
+
+  @Get(':provider/:model/openapi.json')
+  async inputSchema(@Req() request: FastifyRequest, @Res() reply: FastifyReply, @Param('provider') provider: string, @Param('model') model: string): Promise<void> {
+    const found = await this.calls.resolve(workspaceOf(request), provider, model);
+    reply.header('etag', found.schema.etag).header('cache-control', 'private, must-revalidate');
+    if (ifNoneMatchHits(request.headers['if-none-match'], found.schema.etag)) {
+      await reply.status(304).send();
+      return;
+    }
+    await reply.status(200).type('application/json; charset=utf-8').send(found.schema.text);
+  }
+
+  // Fastify refuses path parameters over 100 characters, but model segments may have 128: longer
+  // paths land on these catch-alls (wildcards have no such cap) and take the same way.
+  @Get('*')
+  async longGet(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const segments = this.segments(request);
+    if (segments.length === 3 && segments[2] === 'openapi.json') return this.inputSchema(request, reply, segments[0]!, segments[1]!);
+    if (segments.length !== 2) await this.calls.resolve(workspaceOf(request), segments.join('/'), '');
+    await reply.send(await this.detail(request, segments[0]!, segments[1]!));
+  }
+
+  @Post('*')
+  async longCall(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const segments = this.segments(request);
+    return this.call(request, reply, segments.length === 2 ? segments[0]! : segments.join('/'), segments.length === 2 ? segments[1]! : '');
+  }
+
+  private segments(request: FastifyRequest): string[] {
+    const path = request.url.split('?')[0]!;
+    const rest = path.slice(path.indexOf('/v1/models/') + '/v1/models/'.length);
+    return rest.split('/').map((s) => {
+      try {
+        return decodeURIComponent(s);
+      } catch {
+        return s;
+      }
+    });
+  }
+
+  @Post(':provider/:model')
+  async call(@Req() request: FastifyRequest, @Res() reply: FastifyReply, @Param('provider') provider: string, @Param('model') model: string): Promise<void> {
+    const startedAt = Date.now();
+    const fate: CallerFate = {
+      settled: new Promise<boolean>((resolve) => reply.raw.once('close', () => resolve(reply.raw.writableFinished))),
+    };
+    const key = request.headers['idempotency-key'];
+    const { result, headers } = await this.calls.run({
+      callId: serviceRequestId(request),
+      account: workspaceOf(request),
+      provider,
+      model,
+      rawBody: rawBody(request),
+      body: request.body ?? undefined,
+      idempotencyKey: Array.isArray(key) ? key.join(',') : key,
+      fate,
+      startedAt,
+    });
+    if (reply.raw.destroyed) return; // the caller left: recorded as client_disconnected, nothing to deliver
+    for (const [name, value] of Object.entries(headers)) reply.header(name, value);
+    if (result.bucket !== 'success') reply.header('x-service-error-type', result.bucket);
+    await reply.status(result.status).header('content-type', result.contentType).header('x-content-type-options', 'nosniff').send(result.body);
+  }
+}

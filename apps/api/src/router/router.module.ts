@@ -1,0 +1,29 @@
+import { Inject, Module, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '#libs/config';
+import { CONFIG } from '../core/tokens.js';
+import { CallsService } from './calls/calls.service.js';
+import { UsageService } from './calls/usage.service.js';
+import { CatalogService } from './catalog/catalog.service.js';
+import { LimitsService } from './limits/limits.service.js';
+import { installRouterHooks } from './request-context.js';
+import { RouterAuthGuard, RouterAuthService } from './router-auth.js';
+import { RouterController } from './router.controller.js';
+import { RouterExceptionFilter } from './router-exception.filter.js';
+
+/** The model router: catalog, per-model schemas and synchronous partner calls under /v1/models. */
+@Module({
+  controllers: [RouterController],
+  providers: [CatalogService, CallsService, UsageService, LimitsService, RouterAuthService, RouterAuthGuard, RouterExceptionFilter],
+})
+export class RouterModule implements OnModuleInit {
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  onModuleInit(): void {
+    installRouterHooks(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), this.config.api.basePath);
+  }
+}

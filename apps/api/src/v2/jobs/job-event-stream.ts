@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '#libs/config';
+import { isTerminal } from '#libs/contracts';
+import type { Account, Db } from '#libs/db';
+import { isStreamId, type StoredJobEvent } from '#libs/jobs';
+import type { EventFanout } from '../../jobs/event-fanout.js';
+import type { JobPipeline } from '../../jobs/job-pipeline.js';
+import type { JobViews } from '../../jobs/job-views.service.js';
+import type { AccountLimits } from '../../limits/index.js';
+
+function compareIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
+  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
+  return am === bm ? (as === bs ? 0 : as < bs ? -1 : 1) : am < bm ? -1 : 1;
+}
+
+export interface StreamDeps {
+  db: Db;
+  config: Config;
+  pipeline: JobPipeline;
+  fanout: EventFanout;
+  views: JobViews;
+  limits: AccountLimits;
+}
+
+/**
+ * Server-Sent Events for one job. Authentication, ownership and the stream limit are settled
+ * before the first byte. Then: the catch-up (everything after `Last-Event-ID`, or a snapshot of
+ * status, progress and preview), then live events from any worker, deduplicated by stream id so
+ * nothing is sent twice or lost in between. The stream ends after the terminal status.
+ */
+export async function streamJobEvents(deps: StreamDeps, account: Account, jobId: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const { db, config, pipeline, fanout, views, limits } = deps;
+  await views.find(account.id, jobId);
+  const header = request.headers['last-event-id'];
+  const resumeFrom = typeof header === 'string' && isStreamId(header.trim()) ? header.trim() : null;
+  const slot = await limits.openStream(account, randomUUID());
+
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-request-id': request.id,
+  });
+  raw.flushHeaders?.();
+
+  let lastSent = resumeFrom ?? '0-0';
+  let ended = false;
+  let live = false;
+  const early: StoredJobEvent[] = [];
+  let chain: Promise<void> = Promise.resolve();
+  let lastPosition: number | null | undefined;
+
+  const write = (text: string) => {
+    if (!ended && !raw.destroyed) raw.write(text);
+  };
+  const finish = () => {
+    if (ended) return;
+    ended = true;
+    cleanup();
+    raw.end();
+  };
+  const send = async (id: string, event: string, data: string) => {
+    const body = event === 'output' ? JSON.stringify(await views.outputEventView(JSON.parse(data) as Record<string, unknown>, request)) : data;
+    write(`id: ${id}\nevent: ${event}\ndata: ${body}\n\n`);
+    if (event === 'status' && isTerminal((JSON.parse(data) as { status?: string }).status ?? '')) finish();
+  };
+  const deliver = (e: StoredJobEvent) => {
+    chain = chain.then(async () => {
+      if (ended || compareIds(e.id, lastSent) <= 0) return;
+      lastSent = e.id;
+      await send(e.id, e.event, e.data);
+    });
+    return chain;
+  };
+
+  const unsubscribe = fanout.onJob(jobId, (e) => {
+    if (live) void deliver(e);
+    else early.push(e);
+  });
+  const keepalive = setInterval(() => {
+    write(': keepalive\n\n');
+    void slot.refresh().catch(() => undefined);
+  }, config.jobs.sseKeepaliveMs);
+  // Queue positions are derived, not logged: a waiting job's stream reports each change.
+  const positions = setInterval(() => {
+    chain = chain.then(async () => {
+      const job = await db.job.findUnique({ where: { id: jobId }, select: { status: true } });
+      if (!job || job.status !== 'queued' || ended) return;
+      const position = await pipeline.queuePosition(jobId);
+      if (position !== lastPosition) {
+        lastPosition = position;
+        write(`id: ${lastSent}\nevent: status\ndata: ${JSON.stringify({ status: 'queued', queue_position: position })}\n\n`);
+      }
+    }).catch(() => undefined);
+  }, 1000);
+  function cleanup() {
+    clearInterval(keepalive);
+    clearInterval(positions);
+    unsubscribe();
+    void slot.close().catch(() => undefined);
+  }
+  raw.on('close', finish);
+
+  try {
+    const logged = await pipeline.events.since(jobId, resumeFrom ?? undefined);
+    if (resumeFrom) {
+      for (const e of logged) await deliver(e);
+    } else {
+      const lastId = logged.at(-1)?.id ?? '0-0';
+      const job = await db.job.findUniqueOrThrow({ where: { id: jobId } });
+      const latest = (name: string) => [...logged].reverse().find((e) => e.event === name);
+      const progress = latest('progress');
+      const preview = latest('preview');
+      lastPosition = job.status === 'queued' ? await pipeline.queuePosition(jobId) : null;
+      const status = JSON.stringify({ status: job.status, queue_position: lastPosition });
+      lastSent = lastId;
+      chain = chain.then(async () => {
+        const terminal = isTerminal(job.status);
+        if (!terminal) await send(lastId, 'status', status);
+        if (progress) await send(lastId, 'progress', progress.data);
+        else if (job.progress) await send(lastId, 'progress', JSON.stringify(job.progress));
+        if (preview) await send(lastId, 'preview', preview.data);
+        if (terminal) await send(lastId, 'status', status);
+      });
+    }
+    await chain;
+    live = true;
+    for (const e of early) void deliver(e);
+    await chain;
+  } catch (err) {
+    request.log.warn({ err }, 'event stream failed');
+    finish();
+  }
+}

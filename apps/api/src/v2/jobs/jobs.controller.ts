@@ -1,0 +1,148 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '#libs/config';
+import { ApiError, isTerminal, type JobView } from '#libs/contracts';
+import type { Account, Db, Prisma } from '#libs/db';
+import { toV2NodeErrors } from '#libs/workflow';
+import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
+import { CONFIG, DB } from '../../core/tokens.js';
+import { requireJsonObject } from '../../http/json-body.js';
+import { UuidPipe } from '../../http/uuid.pipe.js';
+import { EventFanout } from '../../jobs/event-fanout.js';
+import { JobControl } from '../../jobs/job-control.service.js';
+import { JobPipeline } from '../../jobs/job-pipeline.js';
+import { JobViews, WITH_OUTPUTS } from '../../jobs/job-views.service.js';
+import { SubmissionService, WorkflowRejected } from '../../jobs/submission.service.js';
+import { AccountLimits, RateLimitGuard } from '../../limits/index.js';
+import { DeploymentsService } from '../../surface/deployments.service.js';
+import { streamJobEvents } from './job-event-stream.js';
+import { nextCursor, parseJobListQuery } from './job-list.js';
+import { parseIdempotencyKey, parsePreferWait, parseSubmitBody } from './submit-body.js';
+
+@Controller()
+@UseGuards(BearerAuthGuard, RateLimitGuard)
+export class JobsController {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(CONFIG) private readonly config: Config,
+    private readonly submissions: SubmissionService,
+    private readonly views: JobViews,
+    private readonly control: JobControl,
+    private readonly pipeline: JobPipeline,
+    private readonly fanout: EventFanout,
+    private readonly limits: AccountLimits,
+    private readonly deployments: DeploymentsService,
+  ) {}
+
+  @Post('api/v2/jobs')
+  async submit(
+    @CurrentAccount() account: Account,
+    @Body() body: unknown,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<JobView> {
+    const parsed = parseSubmitBody(requireJsonObject(request, body));
+    const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
+    const wait = parsePreferWait(request.headers.prefer, this.config.jobs.preferWaitMaxSeconds);
+    const deployment = await this.deployments.resolve(request, account);
+    let submitted;
+    try {
+      submitted = await this.submissions.submit(account, { ...parsed, idempotencyKey, source: 'v2', deployment });
+    } catch (err) {
+      if (err instanceof WorkflowRejected) {
+        const o = err.outcome;
+        throw new ApiError('invalid_workflow', o.error.details ? `${o.error.message}: ${o.error.details.split('\n')[0]}` : o.error.message, {
+          error_type: o.error.type,
+          node_errors: toV2NodeErrors(o),
+        });
+      }
+      throw err;
+    }
+    if (submitted.replayed) reply.header('idempotent-replayed', 'true');
+    if (wait !== undefined) {
+      await this.waitForEnd(submitted.job.id, submitted.job.status, wait * 1000);
+      reply.header('preference-applied', `wait=${wait}`);
+    }
+    reply.status(submitted.replayed ? 200 : 201);
+    return this.views.render(await this.views.find(account.id, submitted.job.id), request);
+  }
+
+  /** Holds the response until the job ends or the time passes, whichever comes first. */
+  private async waitForEnd(jobId: string, status: string, ms: number): Promise<void> {
+    if (isTerminal(status) || ms <= 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      const stop = this.fanout.onJob(jobId, (e) => {
+        if (e.event === 'status' && isTerminal((JSON.parse(e.data) as { status: string }).status)) done();
+      });
+      // The job may have ended between submission and subscription.
+      void this.db.job.findUnique({ where: { id: jobId }, select: { status: true } }).then((j) => j && isTerminal(j.status) && done());
+      function done() {
+        clearTimeout(timer);
+        stop();
+        resolve();
+      }
+    });
+  }
+
+  @Get('api/v2/jobs')
+  async list(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest) {
+    const q = parseJobListQuery(query, this.config.signingSecret, account.id);
+    const where: Prisma.JobWhereInput = { accountId: account.id };
+    if (q.statuses) where.status = { in: q.statuses };
+    if (q.after) {
+      const t = new Date(q.after.t);
+      where.OR = [{ createdAt: { lt: t } }, { createdAt: t, id: { lt: q.after.id } }];
+    }
+    const rows = await this.db.job.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: q.limit + 1, include: WITH_OUTPUTS });
+    const page = rows.slice(0, q.limit);
+    const hasMore = rows.length > q.limit;
+    return {
+      data: await Promise.all(page.map((job) => this.views.render(job, request))),
+      has_more: hasMore,
+      ...(hasMore ? { next_cursor: nextCursor(this.config.signingSecret, account.id, page[page.length - 1]!) } : {}),
+      limit: q.limit,
+    };
+  }
+
+  @Get('api/v2/jobs/:id')
+  async get(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest): Promise<JobView> {
+    return this.views.render(await this.views.find(account.id, id), request);
+  }
+
+  @Get('api/v2/jobs/:id/workflow')
+  async workflow(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string) {
+    const job = await this.views.find(account.id, id);
+    return { workflow: job.workflow, format: 'api' };
+  }
+
+  @Get('api/v2/jobs/:id/events')
+  async events(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const { db, config, pipeline, fanout, views, limits } = this;
+    await streamJobEvents({ db, config, pipeline, fanout, views, limits }, account, id, request, reply);
+  }
+
+  @Post('api/v2/jobs/:id/cancel')
+  @HttpCode(200)
+  async cancel(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest): Promise<JobView> {
+    const job = await this.views.find(account.id, id);
+    await this.control.cancel(job);
+    return this.views.render(await this.views.find(account.id, id), request);
+  }
+
+  @Get('api/v2/jobs/:id/logs')
+  async logs(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Res() reply: FastifyReply): Promise<FastifyReply> {
+    if (!this.config.jobs.captureLogs) throw ApiError.notFound('route');
+    const job = await this.views.find(account.id, id);
+    if (!isTerminal(job.status) || job.logText === null || !job.logCapturedAt) return reply.status(204).send();
+    return reply.status(200).send({ text: job.logText, truncated: job.logTruncated, captured_at: job.logCapturedAt.toISOString() });
+  }
+
+  /** Deployment surface: the pinned workflow this deployment runs. */
+  @Get('workflow')
+  async pinnedWorkflow(@CurrentAccount() account: Account, @Req() request: FastifyRequest) {
+    const deployment = await this.deployments.resolve(request, account);
+    if (!deployment) throw ApiError.notFound('route');
+    return { workflow: deployment.workflow, format: 'api' };
+  }
+}

@@ -1,0 +1,305 @@
+/**
+ * HTTP client for the engine API. Works against a real ComfyUI and the sim-engine.
+ * Uses the global fetch (undici); uploads and downloads are streamed.
+ */
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { EngineHttpError, EngineUnavailableError, EngineValidationError, isPromptErrorBody } from './errors.js';
+import type {
+  FeaturesResponse,
+  HistoryEntry,
+  HistoryResponse,
+  ObjectInfo,
+  PromptQueueInfo,
+  QueueResponse,
+  SubmitPromptRequest,
+  SubmitPromptResponse,
+  SystemStats,
+  UploadImageResponse,
+} from './http-types.js';
+import { buildMultipartBody, type MultipartField } from './multipart.js';
+
+export interface EngineClientOptions {
+  /** e.g. `http://127.0.0.1:8188` */
+  baseUrl: string;
+  /** Prefix routes with `/api` (both work on the engine). Default false. */
+  apiPrefix?: boolean;
+  /** Per-request timeout for JSON calls, ms. Default 30000. Streams are not limited. */
+  timeoutMs?: number;
+  /** Extra headers for every request (e.g. auth on a proxy). */
+  headers?: Record<string, string>;
+}
+
+export interface UploadImageOptions {
+  /** `input` (default), `temp` or `output` */
+  type?: 'input' | 'temp' | 'output';
+  subfolder?: string;
+  /** true: replace a file of the same name; false: the engine renames `a.png` to `a (1).png` */
+  overwrite?: boolean;
+  contentType?: string;
+  /** Upload to `/upload/mask` instead; `originalRef` names the image whose alpha is replaced. */
+  mask?: { originalRef: { filename: string; subfolder?: string; type?: string } };
+}
+
+export interface ViewRequest {
+  filename: string;
+  subfolder?: string;
+  type?: string;
+}
+
+export interface ViewResponse {
+  stream: Readable;
+  contentType: string | null;
+  contentLength: number | null;
+}
+
+type Uploadable = Readable | Buffer | Uint8Array | AsyncIterable<Uint8Array>;
+
+export class EngineClient {
+  readonly baseUrl: string;
+  private readonly prefix: string;
+  private readonly timeoutMs: number;
+  private readonly headers: Record<string, string>;
+
+  constructor(options: EngineClientOptions | string) {
+    const opts = typeof options === 'string' ? { baseUrl: options } : options;
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
+    this.prefix = opts.apiPrefix ? '/api' : '';
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.headers = opts.headers ?? {};
+  }
+
+  url(path: string): string {
+    return this.baseUrl + this.prefix + path;
+  }
+
+  /** WebSocket URL for a client id (`/ws?clientId=`). */
+  wsUrl(clientId?: string): string {
+    const u = new URL(this.url('/ws'));
+    u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+    if (clientId) u.searchParams.set('clientId', clientId);
+    return u.toString();
+  }
+
+  private async request(method: string, path: string, init: { json?: unknown; signal?: AbortSignal; timeout?: boolean } = {}): Promise<Response> {
+    const headers: Record<string, string> = { ...this.headers };
+    let body: string | undefined;
+    if (init.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(init.json);
+    }
+    const signal = init.signal ?? (init.timeout === false ? undefined : AbortSignal.timeout(this.timeoutMs));
+    try {
+      return await fetch(this.url(path), { method, headers, body, signal });
+    } catch (err) {
+      throw new EngineUnavailableError(`${method} ${path} failed: ${(err as Error).message}`, err);
+    }
+  }
+
+  private async json<T>(method: string, path: string, json?: unknown): Promise<T> {
+    const res = await this.request(method, path, { json });
+    const text = await res.text();
+    if (!res.ok) throw new EngineHttpError(method, path, res.status, text);
+    return JSON.parse(text) as T;
+  }
+
+  private async expectOk(method: string, path: string, json?: unknown): Promise<void> {
+    const res = await this.request(method, path, { json });
+    const text = await res.text();
+    if (!res.ok) throw new EngineHttpError(method, path, res.status, text);
+  }
+
+  /** Health probe: true when the engine answers `GET /prompt`. Never throws. */
+  async ready(timeoutMs = 2000): Promise<boolean> {
+    try {
+      const res = await fetch(this.url('/prompt'), { headers: this.headers, signal: AbortSignal.timeout(timeoutMs) });
+      await res.arrayBuffer();
+      return res.ok;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Poll `ready()` until it succeeds or `timeoutMs` passes. */
+  async waitUntilReady(timeoutMs = 30_000, intervalMs = 200): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (await this.ready(Math.min(2000, Math.max(100, deadline - Date.now())))) return;
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+    throw new EngineUnavailableError(`engine at ${this.baseUrl} not ready after ${timeoutMs} ms`);
+  }
+
+  objectInfo(): Promise<ObjectInfo>;
+  objectInfo(nodeClass: string): Promise<ObjectInfo>;
+  objectInfo(nodeClass?: string): Promise<ObjectInfo> {
+    return this.json('GET', nodeClass ? `/object_info/${encodeURIComponent(nodeClass)}` : '/object_info');
+  }
+
+  /** Queue a prompt. Throws `EngineValidationError` with the engine's 400 body when refused. */
+  async submitPrompt(request: SubmitPromptRequest): Promise<SubmitPromptResponse> {
+    const res = await this.request('POST', '/prompt', { json: request });
+    const text = await res.text();
+    if (res.status === 400) {
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new EngineHttpError('POST', '/prompt', res.status, text);
+      }
+      if (isPromptErrorBody(body)) throw new EngineValidationError(body);
+      throw new EngineHttpError('POST', '/prompt', res.status, text);
+    }
+    if (!res.ok) throw new EngineHttpError('POST', '/prompt', res.status, text);
+    return JSON.parse(text) as SubmitPromptResponse;
+  }
+
+  /** `GET /prompt`: the number of queued + running prompts. */
+  queueInfo(): Promise<PromptQueueInfo> {
+    return this.json('GET', '/prompt');
+  }
+
+  queue(): Promise<QueueResponse> {
+    return this.json('GET', '/queue');
+  }
+
+  /** Remove pending prompts. A running prompt is not affected (use `interrupt`). */
+  deleteFromQueue(promptIds: string[]): Promise<void> {
+    return this.expectOk('POST', '/queue', { delete: promptIds });
+  }
+
+  clearQueue(): Promise<void> {
+    return this.expectOk('POST', '/queue', { clear: true });
+  }
+
+  /** Interrupt the running prompt; with an id, only if that prompt is the one running. */
+  async interrupt(promptId?: string): Promise<void> {
+    if (promptId === undefined) {
+      const res = await this.request('POST', '/interrupt');
+      const text = await res.text();
+      if (!res.ok) throw new EngineHttpError('POST', '/interrupt', res.status, text);
+      return;
+    }
+    return this.expectOk('POST', '/interrupt', { prompt_id: promptId });
+  }
+
+  /** History of one prompt, or undefined when the engine has none (`{}`). */
+  async history(promptId: string): Promise<HistoryEntry | undefined> {
+    const all = await this.json<HistoryResponse>('GET', `/history/${encodeURIComponent(promptId)}`);
+    return all[promptId];
+  }
+
+  historyAll(maxItems?: number): Promise<HistoryResponse> {
+    return this.json('GET', maxItems === undefined ? '/history' : `/history?max_items=${maxItems}`);
+  }
+
+  deleteHistory(promptIds: string[]): Promise<void> {
+    return this.expectOk('POST', '/history', { delete: promptIds });
+  }
+
+  clearHistory(): Promise<void> {
+    return this.expectOk('POST', '/history', { clear: true });
+  }
+
+  /** Upload a file as multipart (`image` field), streaming the body. */
+  async uploadImage(data: Uploadable, filename: string, opts: UploadImageOptions = {}): Promise<UploadImageResponse> {
+    const fields: MultipartField[] = [{ name: 'type', value: opts.type ?? 'input' }];
+    if (opts.subfolder) fields.push({ name: 'subfolder', value: opts.subfolder });
+    if (opts.overwrite !== undefined) fields.push({ name: 'overwrite', value: opts.overwrite ? 'true' : 'false' });
+    if (opts.mask) fields.push({ name: 'original_ref', value: JSON.stringify(opts.mask.originalRef) });
+    const body = buildMultipartBody(fields, [
+      { name: 'image', filename, contentType: opts.contentType ?? guessContentType(filename), data },
+    ]);
+    const path = opts.mask ? '/upload/mask' : '/upload/image';
+    let res: Response;
+    try {
+      res = await fetch(this.url(path), {
+        method: 'POST',
+        headers: { ...this.headers, 'content-type': body.contentType },
+        body: Readable.toWeb(Readable.from(body.stream)) as unknown as ReadableStream<Uint8Array>,
+        duplex: 'half',
+      } as RequestInit & { duplex: 'half' });
+    } catch (err) {
+      throw new EngineUnavailableError(`POST ${path} failed: ${(err as Error).message}`, err);
+    }
+    const text = await res.text();
+    if (!res.ok) throw new EngineHttpError('POST', path, res.status, text);
+    return JSON.parse(text) as UploadImageResponse;
+  }
+
+  /** Download a file as a Node stream (never buffered whole). Throws `EngineHttpError` on 4xx/5xx. */
+  async view(req: ViewRequest, signal?: AbortSignal): Promise<Readable> {
+    return (await this.viewWithInfo(req, signal)).stream;
+  }
+
+  async viewWithInfo(req: ViewRequest, signal?: AbortSignal): Promise<ViewResponse> {
+    const q = new URLSearchParams({ filename: req.filename, subfolder: req.subfolder ?? '', type: req.type ?? 'output' });
+    const path = `/view?${q.toString()}`;
+    const res = await this.request('GET', path, { signal, timeout: false });
+    if (!res.ok || !res.body) {
+      const text = await res.text().catch(() => '');
+      throw new EngineHttpError('GET', path, res.status, text);
+    }
+    const len = res.headers.get('content-length');
+    return {
+      stream: Readable.fromWeb(res.body as unknown as WebReadableStream<Uint8Array>),
+      contentType: res.headers.get('content-type'),
+      contentLength: len === null ? null : Number(len),
+    };
+  }
+
+  systemStats(): Promise<SystemStats> {
+    return this.json('GET', '/system_stats');
+  }
+
+  features(): Promise<FeaturesResponse> {
+    return this.json('GET', '/features');
+  }
+
+  /** Ask the engine to push `logs` messages to this client id's socket (`PATCH /internal/logs/subscribe`). */
+  subscribeLogs(clientId: string, enabled = true): Promise<void> {
+    // Internal routes have no /api twin on the engine.
+    return this.rawExpectOk('PATCH', '/internal/logs/subscribe', { clientId, enabled });
+  }
+
+  /** `GET /internal/logs/raw`: the engine's recent log entries. */
+  async logs(): Promise<{ entries: Array<{ t: string; m: string }>; size: { cols: number | null; rows: number | null } }> {
+    const res = await fetch(this.baseUrl + '/internal/logs/raw', { headers: this.headers, signal: AbortSignal.timeout(this.timeoutMs) });
+    const text = await res.text();
+    if (!res.ok) throw new EngineHttpError('GET', '/internal/logs/raw', res.status, text);
+    return JSON.parse(text);
+  }
+
+  private async rawExpectOk(method: string, path: string, json: unknown): Promise<void> {
+    let res: Response;
+    try {
+      res = await fetch(this.baseUrl + path, {
+        method,
+        headers: { ...this.headers, 'content-type': 'application/json' },
+        body: JSON.stringify(json),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (err) {
+      throw new EngineUnavailableError(`${method} ${path} failed: ${(err as Error).message}`, err);
+    }
+    const text = await res.text();
+    if (!res.ok) throw new EngineHttpError(method, path, res.status, text);
+  }
+}
+
+function guessContentType(filename: string): string {
+  const ext = filename.toLowerCase().split('.').pop() ?? '';
+  const map: Record<string, string> = {
+    png: 'image/png',
+    jpg: 'image/jpeg',
+    jpeg: 'image/jpeg',
+    webp: 'image/webp',
+    gif: 'image/gif',
+    flac: 'audio/flac',
+    wav: 'audio/wav',
+    mp3: 'audio/mpeg',
+    mp4: 'video/mp4',
+    webm: 'video/webm',
+  };
+  return map[ext] ?? 'application/octet-stream';
+}

@@ -1,0 +1,226 @@
+// Checks a workflow in the engine's API format against the engine's node definitions
+// (`GET /object_info`) before a job exists. The problems carry the engine's own error types and
+// messages so v1 can answer in the engine's 400 shape and v2 in its {field, reason} lists.
+
+export interface NodeDefinition {
+  input?: { required?: Record<string, unknown>; optional?: Record<string, unknown>; hidden?: Record<string, unknown> };
+  output?: unknown[];
+  output_node?: boolean;
+  [key: string]: unknown;
+}
+export type NodeDefinitions = Record<string, NodeDefinition>;
+
+export type ApiWorkflow = Record<string, { class_type: string; inputs: Record<string, unknown>; _meta?: unknown }>;
+
+export interface NodeProblem {
+  /** The engine's error type, e.g. `required_input_missing`. */
+  type: string;
+  message: string;
+  details: string;
+  field: string;
+  extra_info: Record<string, unknown>;
+}
+
+export interface WorkflowProblem {
+  type: 'invalid_prompt' | 'prompt_no_outputs' | 'prompt_outputs_failed_validation';
+  message: string;
+  details: string;
+}
+
+export type ValidationOutcome =
+  | { ok: true; outputs: string[] }
+  | {
+      ok: false;
+      error: WorkflowProblem;
+      nodeErrors: Record<string, { class_type: string; problems: NodeProblem[]; dependent_outputs: string[] }>;
+    };
+
+const MAX_NODES = 5_000;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export function isAssetRef(value: unknown): value is { __type: 'core/ASSET'; info: { id: string } } {
+  return isObject(value) && value.__type === 'core/ASSET' && isObject(value.info) && typeof value.info.id === 'string';
+}
+
+export function assetRefIds(workflow: ApiWorkflow): string[] {
+  const ids = new Set<string>();
+  for (const node of Object.values(workflow)) for (const v of Object.values(node.inputs ?? {})) if (isAssetRef(v)) ids.add(v.info.id);
+  return [...ids];
+}
+
+/** `ui` for the editor's graph format (top-level nodes and links arrays), `api` otherwise. */
+export function workflowFormat(workflow: unknown): 'api' | 'ui' | 'invalid' {
+  if (!isObject(workflow)) return 'invalid';
+  if (Array.isArray(workflow.nodes) && Array.isArray(workflow.links)) return 'ui';
+  return 'api';
+}
+
+function invalid(message: string, details: string): ValidationOutcome {
+  return { ok: false, error: { type: 'invalid_prompt', message, details }, nodeErrors: {} };
+}
+
+/** Input type and options from a definition entry: `["INT", {...}]`, `[["a","b"], {...}]`, `["COMBO", {options}]`. */
+function inputSpec(entry: unknown): { type: string; choices: unknown[] | null; options: Record<string, unknown> } {
+  const [first, second] = Array.isArray(entry) ? entry : [entry];
+  const options = isObject(second) ? second : {};
+  if (Array.isArray(first)) return { type: 'COMBO', choices: first, options };
+  if (first === 'COMBO') return { type: 'COMBO', choices: Array.isArray(options.options) ? options.options : [], options };
+  return { type: typeof first === 'string' ? first : '*', choices: null, options };
+}
+
+function typesMatch(received: string, expected: string): boolean {
+  if (received === expected || received === '*' || expected === '*') return true;
+  const r = new Set(received.split(',').map((t) => t.trim()));
+  return expected.split(',').some((t) => r.has(t.trim()));
+}
+
+function isLink(v: unknown): v is [string | number, number] {
+  return Array.isArray(v) && v.length === 2 && (typeof v[0] === 'string' || typeof v[0] === 'number') && Number.isInteger(v[1]);
+}
+
+function show(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+function checkLiteral(name: string, entry: unknown, value: unknown): NodeProblem | null {
+  const { type, choices, options } = inputSpec(entry);
+  const base = { field: name, extra_info: { input_name: name, input_config: entry, received_value: value } };
+  if (type === 'COMBO') {
+    if (isAssetRef(value)) return null; // a file the job brings; staged into the engine before it runs
+    if (choices && !choices.some((c) => c === value)) {
+      return { ...base, type: 'value_not_in_list', message: 'Value not in list', details: `${name}: '${show(value)}' not in ${JSON.stringify(choices.slice(0, 50))}` };
+    }
+    return null;
+  }
+  if (type === 'INT' || type === 'FLOAT') {
+    const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+    if (!Number.isFinite(n) || (type === 'INT' && !Number.isInteger(n)) || typeof value === 'boolean') {
+      return { ...base, type: 'invalid_input_type', message: `Failed to convert an input value to a ${type} value`, details: `${name}, ${show(value)}` };
+    }
+    if (typeof options.min === 'number' && n < options.min) {
+      return { ...base, type: 'value_smaller_than_min', message: `Value ${n} smaller than min of ${options.min}`, details: name };
+    }
+    if (typeof options.max === 'number' && n > options.max) {
+      return { ...base, type: 'value_bigger_than_max', message: `Value ${n} bigger than max of ${options.max}`, details: name };
+    }
+    return null;
+  }
+  if (type === 'STRING' && typeof value !== 'string' && typeof value !== 'number' && !isAssetRef(value)) {
+    return { ...base, type: 'invalid_input_type', message: 'Failed to convert an input value to a STRING value', details: `${name}, ${show(value)}` };
+  }
+  if (type === 'BOOLEAN' && typeof value !== 'boolean') {
+    return { ...base, type: 'invalid_input_type', message: 'Failed to convert an input value to a BOOLEAN value', details: `${name}, ${show(value)}` };
+  }
+  return null;
+}
+
+export function validateWorkflow(workflow: unknown, defs: NodeDefinitions): ValidationOutcome {
+  if (!isObject(workflow) || Object.keys(workflow).length === 0) return invalid('Cannot execute because the prompt is empty or not an object.', '');
+  const ids = Object.keys(workflow);
+  if (ids.length > MAX_NODES) return invalid(`Cannot execute a prompt of more than ${MAX_NODES} nodes.`, `${ids.length} nodes`);
+  const outputs: string[] = [];
+  for (const id of ids) {
+    const node = workflow[id];
+    if (!isObject(node) || typeof node.class_type !== 'string') {
+      return invalid('Cannot execute because a node is missing the class_type property.', `Node ID '#${id}'`);
+    }
+    if (node.inputs !== undefined && !isObject(node.inputs)) return invalid('Cannot execute because a node has inputs that are not an object.', `Node ID '#${id}'`);
+    const def = Object.hasOwn(defs, node.class_type) ? defs[node.class_type] : undefined;
+    if (!def) return invalid(`Cannot execute because node ${node.class_type} does not exist.`, `Node ID '#${id}'`);
+    if (def.output_node) outputs.push(id);
+  }
+  if (outputs.length === 0) return { ok: false, error: { type: 'prompt_no_outputs', message: 'Prompt has no outputs', details: '' }, nodeErrors: {} };
+
+  const wf = workflow as ApiWorkflow;
+  const problems = new Map<string, NodeProblem[]>();
+  const dependents = new Map<string, Set<string>>();
+  // Only nodes an output depends on are validated (and run), as the engine does. Iterative, so
+  // deep or cyclic graphs cost bounded stack and each node is checked once.
+  for (const out of outputs) {
+    const stack = [out];
+    const seen = new Set<string>();
+    while (stack.length > 0) {
+      const id = stack.pop()!;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      if (!dependents.has(id)) dependents.set(id, new Set());
+      dependents.get(id)!.add(out);
+      if (problems.has(id)) continue;
+      const found = checkNode(id, wf, defs, stack);
+      problems.set(id, found);
+    }
+  }
+  const nodeErrors: Record<string, { class_type: string; problems: NodeProblem[]; dependent_outputs: string[] }> = {};
+  for (const [id, list] of problems) {
+    if (list.length > 0) nodeErrors[id] = { class_type: wf[id]!.class_type, problems: list, dependent_outputs: [...(dependents.get(id) ?? [])] };
+  }
+  if (Object.keys(nodeErrors).length > 0) {
+    const details = Object.values(nodeErrors).flatMap((e) => e.problems.map((p) => `${p.message}: ${p.details}`)).join('\n');
+    return { ok: false, error: { type: 'prompt_outputs_failed_validation', message: 'Prompt outputs failed validation', details }, nodeErrors };
+  }
+  return { ok: true, outputs };
+}
+
+/** Problems of one node; pushes the nodes it links to onto `visit`. */
+function checkNode(id: string, wf: ApiWorkflow, defs: NodeDefinitions, visit: string[]): NodeProblem[] {
+  const node = wf[id]!;
+  const def = defs[node.class_type]!;
+  const inputs = node.inputs ?? {};
+  const required = def.input?.required ?? {};
+  const optional = def.input?.optional ?? {};
+  const found: NodeProblem[] = [];
+  for (const name of Object.keys(required)) {
+    if (!(name in inputs)) {
+      found.push({ type: 'required_input_missing', message: 'Required input is missing', details: name, field: name, extra_info: { input_name: name } });
+    }
+  }
+  for (const [name, value] of Object.entries(inputs)) {
+    const entry = Object.hasOwn(required, name) ? required[name] : Object.hasOwn(optional, name) ? optional[name] : undefined;
+    if (entry === undefined) continue; // the engine ignores inputs it does not declare
+    if (Array.isArray(value)) {
+      if (!isLink(value)) {
+        found.push({
+          type: 'bad_linked_input',
+          message: 'Bad linked input, must be a length-2 list of [node_id, slot_index]',
+          details: name,
+          field: name,
+          extra_info: { input_name: name, input_config: entry, received_value: value },
+        });
+        continue;
+      }
+      const source = String(value[0]);
+      const sourceNode = Object.hasOwn(wf, source) ? wf[source] : undefined;
+      const sourceDef = sourceNode ? defs[sourceNode.class_type] : undefined;
+      if (!sourceNode || !sourceDef) {
+        found.push({ type: 'bad_linked_input', message: 'Linked node does not exist', details: `${name}: node '${source}'`, field: name, extra_info: { input_name: name, linked_node: value } });
+        continue;
+      }
+      const outs = Array.isArray(sourceDef.output) ? sourceDef.output : [];
+      if (value[1] < 0 || value[1] >= outs.length) {
+        found.push({ type: 'bad_linked_input', message: 'Linked output index does not exist', details: `${name}: output ${value[1]} of node '${source}' (${sourceNode.class_type} has ${outs.length})`, field: name, extra_info: { input_name: name, linked_node: value } });
+        continue;
+      }
+      const received = outs[value[1]];
+      const expected = inputSpec(entry).type;
+      const receivedType = Array.isArray(received) ? 'COMBO' : String(received);
+      if (!typesMatch(receivedType, expected)) {
+        found.push({
+          type: 'return_type_mismatch',
+          message: 'Return type mismatch between linked nodes',
+          details: `${name}, received_type(${receivedType}) mismatch input_type(${expected})`,
+          field: name,
+          extra_info: { input_name: name, input_config: entry, received_type: receivedType, linked_node: value },
+        });
+        continue;
+      }
+      visit.push(source);
+      continue;
+    }
+    const problem = checkLiteral(name, entry, value);
+    if (problem) found.push(problem);
+  }
+  return found;
+}
