@@ -1,0 +1,65 @@
+# syntax=docker/dockerfile:1.7
+# One image for every role of the service: api, worker, sim-engine, migrate, admin.
+#   docker build -t comfy-cloud .
+#   docker run --rm comfy-cloud api            (or worker, sim-engine, migrate, admin <args>)
+# See docs/operations.md.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# --- all dependencies, dev included: only the build needs TypeScript and the Prisma CLI -------
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --no-audit --no-fund --loglevel=error
+
+# --- compile ------------------------------------------------------------------------------------
+FROM deps AS build
+# .dockerignore keeps node_modules, dist, tests and local data out of this copy.
+COPY . .
+# The Prisma client is generated into libs/db/generated and compiled into dist with the rest.
+# The router catalog may not exist in every checkout: mkdir lets the runtime stage copy it anyway.
+RUN node scripts/prisma-generate.mjs \
+ && npx tsc -p tsconfig.build.json \
+ && test -f dist/apps/api/src/main.js \
+ && test -f dist/apps/worker/src/main.js \
+ && test -f dist/apps/sim-engine/src/main.js \
+ && test -f dist/apps/admin/src/main.js \
+ && test -f dist/libs/db/migrate-cli.js \
+ && mkdir -p router prisma/migrations
+
+# --- production dependencies only, installed apart so no dev package can leak into the image --
+FROM ${NODE_IMAGE} AS prod-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --omit=dev --no-audit --no-fund --loglevel=error
+
+# --- runtime ------------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+# tini forwards SIGTERM to node and reaps zombies; without it node runs as PID 1 and a process
+# that installs no signal handler (the api) would ignore the orchestrator's SIGTERM.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+ENV NODE_ENV=production \
+    API_HOST=0.0.0.0 \
+    WORKER_HOST=0.0.0.0 \
+    SIM_ENGINE_HOST=0.0.0.0
+WORKDIR /app
+# package.json carries the "#libs/*" import map the compiled code resolves through.
+COPY --chown=root:root package.json ./
+COPY --chown=root:root --from=prod-deps /app/node_modules ./node_modules
+COPY --chown=root:root --from=build /app/dist ./dist
+# The migrate role reads the SQL migrations; the api loads the router catalog at start.
+COPY --chown=root:root --from=build /app/prisma/migrations ./prisma/migrations
+COPY --chown=root:root --from=build /app/router ./router
+COPY --chown=root:root docker/entrypoint.sh docker/healthcheck.mjs ./docker/
+# The code stays root-owned and read-only to the service user; only .data (the local blob
+# store, when no S3 is configured) is writable.
+RUN chmod 0755 docker/entrypoint.sh \
+ && mkdir -p .data && chown node:node .data
+USER node
+EXPOSE 8080 8081 8188
+ENTRYPOINT ["/usr/bin/tini", "--", "/app/docker/entrypoint.sh"]
+CMD ["api"]

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Runs one role of the service: the image's single entry point.
+#   api | worker | sim-engine | migrate | admin <group> <action> [--flags]
+# Extra arguments pass through to the role. `node ...` and `sh ...` run as given, for debugging.
+set -eu
+
+# Relative paths the code reads (router/catalog.json, prisma/migrations, .data) are relative to
+# the application root, so every role starts there whatever the container's working directory.
+APP_ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
+cd "$APP_ROOT"
+
+usage() {
+  echo "usage: $(basename -- "$0") api|worker|sim-engine|migrate|admin [args...]" >&2
+}
+
+if [ "$#" -eq 0 ]; then
+  usage
+  exit 64
+fi
+
+role=$1
+shift
+case "$role" in
+  api)        exec node dist/apps/api/src/main.js "$@" ;;
+  worker)     exec node dist/apps/worker/src/main.js "$@" ;;
+  sim-engine) exec node dist/apps/sim-engine/src/main.js "$@" ;;
+  migrate)    exec node dist/libs/db/migrate-cli.js "$@" ;;
+  admin)      exec node dist/apps/admin/src/main.js "$@" ;;
+  node|sh)    exec "$role" "$@" ;;
+  -h|--help|help)
+    usage
+    exit 0
+    ;;
+  *)
+    echo "unknown role: $role" >&2
+    usage
+    exit 64
+    ;;
+esac

@@ -1,0 +1,158 @@
+import { blake3Hex } from '#libs/storage';
+import { startCloud, textToImage, tinyImage, type Cloud } from '../support/cloud.js';
+import { bearer, call, envelopeCode, jsonInit } from '../support/http.js';
+import { SseClient, statusesOf } from '../support/sse.js';
+import { TestStack } from '../support/stack.js';
+
+const JOB_FIELDS = ['id', 'status', 'created_at', 'started_at', 'completed_at', 'expires_at', 'queue_position', 'progress', 'outputs', 'error', 'metrics', 'urls'];
+
+describe('v2 jobs from submission to download', () => {
+  const stack = new TestStack('s3');
+  let cloud: Cloud;
+  let alice: { id: string; key: string };
+  let origin: string;
+
+  beforeAll(async () => {
+    await stack.open();
+    cloud = await startCloud(stack, { api: { SSE_KEEPALIVE_MS: '300' } });
+    origin = cloud.api.url;
+    alice = await stack.account({ name: 'alice' });
+  });
+  afterAll(() => stack.close());
+
+  const submit = (body: unknown, headers: Record<string, string> = {}, key = alice.key) =>
+    call(`${origin}/api/v2/jobs`, jsonInit('POST', body, bearer(key, headers)));
+  const follow = (link: string, init: RequestInit = {}) => call(new URL(link, origin).toString(), init);
+
+  it('runs the text-to-image workflow: submit, watch events, poll, download the PNG', async () => {
+    const res = await submit({ workflow: textToImage(11, 8) });
+    expect(res.status).toBe(201);
+    for (const f of JOB_FIELDS) expect(res.body).toHaveProperty(f);
+    // Metrics not yet known are null, not missing.
+    expect(Object.keys(res.body.metrics).sort()).toEqual(['execution_ms', 'queue_ms']);
+    expect(res.body.metrics.execution_ms).toBeNull();
+    if (res.body.status === 'queued') expect(res.body.metrics.queue_ms).toBeNull();
+    expect(res.body.urls.self).toBe(`/api/v2/jobs/${res.body.id}`);
+
+    const sse = new SseClient(new URL(res.body.urls.events, origin).toString(), bearer(alice.key));
+    await sse.until((events) => statusesOf(events).includes('succeeded'));
+    await sse.ended;
+    expect(sse.headers!.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(sse.headers!.get('x-accel-buffering')).toBe('no');
+    for (const e of sse.events) expect(e.id).toMatch(/^\d+-\d+$/);
+    const kinds = new Set(sse.events.map((e) => e.event));
+    expect(kinds.has('progress')).toBe(true);
+    expect(kinds.has('output')).toBe(true);
+    expect(statusesOf(sse.events).at(-1)).toBe('succeeded');
+    const progress = sse.events.filter((e) => e.event === 'progress').map((e) => JSON.parse(e.data).value);
+    expect(progress.at(-1)).toBe(1);
+    const outputEvent = JSON.parse(sse.events.find((e) => e.event === 'output')!.data);
+    expect(outputEvent).toMatchObject({ node_id: '9', type: 'image', content_type: 'image/png' });
+    expect(outputEvent.url).toMatch(/^http/);
+
+    const job = await follow(res.body.urls.self, { headers: bearer(alice.key) });
+    expect(job.status).toBe(200);
+    expect(job.body.status).toBe('succeeded');
+    expect(job.body.queue_position).toBeNull();
+    expect(job.body.metrics.queue_ms).toEqual(expect.any(Number));
+    expect(job.body.metrics.execution_ms).toEqual(expect.any(Number));
+    expect(job.body.progress.value).toBe(1);
+    expect(job.body.started_at).not.toBeNull();
+    expect(job.body.completed_at).not.toBeNull();
+    expect(job.body.outputs).toHaveLength(1);
+    const out = job.body.outputs[0];
+    for (const f of ['node_id', 'name', 'type', 'content_type', 'size_bytes', 'id', 'hash', 'url', 'url_expires_at', 'job_id']) expect(out).toHaveProperty(f);
+    const download = await fetch(out.url);
+    expect(download.status).toBe(200);
+    const png = Buffer.from(await download.arrayBuffer());
+    expect(png.subarray(1, 4).toString()).toBe('PNG');
+    expect(png.length).toBe(out.size_bytes);
+    expect(out.hash).toBe(`blake3:${blake3Hex(png)}`);
+    // The output is an asset too.
+    const asset = await call(`${origin}/api/v2/assets/${out.id}`, { headers: bearer(alice.key) });
+    expect(asset.body).toMatchObject({ id: out.id, hash: out.hash, job_id: res.body.id });
+
+    const wf = await follow(`${res.body.urls.self}/workflow`, { headers: bearer(alice.key) });
+    expect(wf.body).toEqual({ workflow: textToImage(11, 8), format: 'api' });
+    const logs = await follow(res.body.urls.logs, { headers: bearer(alice.key) });
+    expect(logs.status).toBe(200);
+    expect(logs.body).toEqual({ text: expect.any(String), truncated: false, captured_at: expect.any(String) });
+    expect(logs.body.text.length).toBeGreaterThan(0);
+  });
+
+  it('holds the response with Prefer: wait until the job ends', async () => {
+    const res = await submit({ workflow: tinyImage(3) }, { prefer: 'wait=20' });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('preference-applied')).toBe('wait=20');
+    expect(res.body.status).toBe('succeeded');
+    expect(res.body.outputs).toHaveLength(1);
+    const quick = await submit({ workflow: tinyImage(4) });
+    expect(quick.body.status).toBe('queued');
+  });
+
+  it('answers 204 for the log of a job that has not ended', async () => {
+    const res = await submit({ workflow: textToImage(5, 200) });
+    const logs = await follow(res.body.urls.logs, { headers: bearer(alice.key) });
+    expect(logs.status).toBe(204);
+    await follow(res.body.urls.cancel, { method: 'POST', headers: bearer(alice.key) });
+  });
+
+  it('resumes an event stream with Last-Event-ID without losing or repeating an event', async () => {
+    const res = await submit({ workflow: textToImage(21, 60) });
+    const url = new URL(res.body.urls.events, origin).toString();
+    const first = new SseClient(url, bearer(alice.key));
+    await first.until((events) => events.filter((e) => e.event === 'progress').length >= 3);
+    first.close();
+    const resumeAt = first.lastId()!;
+    const second = new SseClient(url, bearer(alice.key, { 'last-event-id': resumeAt }));
+    await second.until((events) => statusesOf(events).includes('succeeded'));
+    await second.ended;
+    // Everything the job logged, replayed from the beginning by a third client.
+    const all = new SseClient(url, bearer(alice.key, { 'last-event-id': '0-0' }));
+    await all.ended;
+    const seen = [...first.events.filter((e) => e.id && e.id <= resumeAt), ...second.events].map((e) => e.id);
+    const logged = all.events.map((e) => e.id);
+    const firstLogged = logged.indexOf(first.events.find((e) => logged.includes(e.id))?.id ?? '');
+    expect(new Set(seen).size).toBe(seen.length - (first.events.length - new Set(first.events.map((e) => e.id)).size));
+    expect(second.events.every((e) => e.id! > resumeAt)).toBe(true);
+    expect(logged.slice(logged.indexOf(resumeAt) + 1)).toEqual(second.events.map((e) => e.id));
+    expect(firstLogged).toBeGreaterThanOrEqual(0);
+  });
+
+  it('sends keepalive comments while a job waits', async () => {
+    const res = await submit({ workflow: textToImage(31, 100) });
+    const sse = new SseClient(new URL(res.body.urls.events, origin).toString(), bearer(alice.key));
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(sse.comments).toBeGreaterThanOrEqual(2);
+    sse.close();
+    await follow(res.body.urls.cancel, { method: 'POST', headers: bearer(alice.key) });
+  });
+
+  it('lists the caller\'s jobs newest first, page by page, with a status filter', async () => {
+    const bob = await stack.account({ name: 'bob' });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await submit({ workflow: tinyImage(i) }, {}, bob.key)).body.id);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await call(`${origin}/api/v2/jobs?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers: bearer(bob.key) });
+      expect(page.status).toBe(200);
+      expect(page.body.limit).toBe(2);
+      expect(page.body.data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.body.data.map((j: { id: string }) => j.id));
+      cursor = page.body.has_more ? page.body.next_cursor : undefined;
+    } while (cursor);
+    expect(seen).toEqual([...ids].reverse());
+    const filtered = await call(`${origin}/api/v2/jobs?status=failed,expired`, { headers: bearer(bob.key) });
+    expect(filtered.body.data).toEqual([]);
+    const clamped = await call(`${origin}/api/v2/jobs?limit=1000`, { headers: bearer(bob.key) });
+    expect(clamped.body.limit).toBe(100);
+    const bad = await call(`${origin}/api/v2/jobs?cursor=not-a-cursor`, { headers: bearer(bob.key) });
+    expect(bad.status).toBe(400);
+    const page = await call(`${origin}/api/v2/jobs?limit=1`, { headers: bearer(bob.key) });
+    const foreign = await call(`${origin}/api/v2/jobs?cursor=${encodeURIComponent(page.body.next_cursor)}`, { headers: bearer(alice.key) });
+    expect(foreign.status).toBe(400);
+    expect(envelopeCode(foreign)).toBe('invalid_request');
+    expect((await call(`${origin}/api/v2/jobs?status=nope`, { headers: bearer(bob.key) })).status).toBe(400);
+  });
+});
