@@ -10,9 +10,9 @@ import type { WorkerRegistry } from './worker-registry.js';
  *
  * Jobs wait in PostgreSQL. The dispatcher hands BullMQ only as many jobs as there are idle
  * workers, chosen round-robin across accounts: an account's k-th waiting job ranks k plus the
- * jobs it already runs, so a burst of a thousand jobs from one account interleaves with everyone
- * else's first job instead of standing in front of it. An account never gets more jobs handed out
- * than its concurrency allows.
+ * jobs it already runs, ties going to the account served least recently. So a burst of a thousand
+ * jobs from one account interleaves with everyone else's first job instead of standing in front
+ * of it. An account never gets more jobs handed out than its concurrency allows.
  *
  * Any process may call `kick()`; one pass runs at a time across all processes (a Redis lock), and
  * a kick that arrives during a pass makes the holder run another pass.
@@ -51,10 +51,14 @@ export class Dispatcher {
     }
   }
 
-  /** Hands out at most as many jobs as there are idle workers not already served. */
+  /**
+   * Hands out at most as many jobs as there are free workers: ready workers minus the runs
+   * BullMQ holds (taken or waiting). BullMQ's own counts are exact where a worker's reported
+   * state can lag behind.
+   */
   async pass(): Promise<number> {
-    const [idle, waiting] = await Promise.all([this.registry.idleCount(), this.queue.getWaitingCount()]);
-    const capacity = idle - waiting;
+    const [ready, counts] = await Promise.all([this.registry.readyCount(), this.queue.getJobCounts('active', 'waiting', 'prioritized')]);
+    const capacity = ready - (counts.active ?? 0) - (counts.waiting ?? 0) - (counts.prioritized ?? 0);
     if (capacity <= 0) return 0;
     const picked = await this.db.$queryRaw<{ id: string; account_id: string }[]>`
       WITH busy AS (
@@ -70,13 +74,14 @@ export class Dispatcher {
       JOIN accounts a ON a.id = w.account_id
       LEFT JOIN busy b ON b.account_id = w.account_id
       WHERE a.status = 'active' AND w.rank <= a.max_concurrent_jobs - coalesce(b.n, 0)
-      ORDER BY w.rank + coalesce(b.n, 0), w.created_at, w.id
+      ORDER BY w.rank + coalesce(b.n, 0), a.last_dispatched_at ASC NULLS FIRST, w.created_at, w.id
       LIMIT ${capacity}`;
     let handed = 0;
     for (const row of picked) {
       const now = new Date();
       const claimed = await this.db.job.updateMany({ where: { id: row.id, status: 'queued', dispatchedAt: null }, data: { dispatchedAt: now } });
       if (claimed.count === 0) continue;
+      await this.db.account.update({ where: { id: row.account_id }, data: { lastDispatchedAt: now } });
       await this.queue.add('run', { jobId: row.id, accountId: row.account_id }, { jobId: runJobId(row.id, now) });
       handed++;
     }
@@ -97,7 +102,9 @@ export async function queuePositions(db: Db): Promise<Map<string, number>> {
              row_number() OVER (PARTITION BY account_id ORDER BY (dispatched_at IS NULL), created_at, id)::int AS rank
       FROM jobs WHERE status = 'queued'
     )
-    SELECT w.id, (row_number() OVER (ORDER BY (w.dispatched_at IS NULL), w.dispatched_at, w.rank + coalesce(b.n, 0), w.created_at, w.id) - 1)::int AS pos
-    FROM waiting w LEFT JOIN busy b ON b.account_id = w.account_id`;
+    SELECT w.id, (row_number() OVER (
+             ORDER BY (w.dispatched_at IS NULL), w.dispatched_at, w.rank + coalesce(b.n, 0),
+                      a.last_dispatched_at ASC NULLS FIRST, w.created_at, w.id) - 1)::int AS pos
+    FROM waiting w JOIN accounts a ON a.id = w.account_id LEFT JOIN busy b ON b.account_id = w.account_id`;
   return new Map(rows.map((r) => [r.id, r.pos]));
 }

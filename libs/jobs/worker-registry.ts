@@ -7,6 +7,7 @@ export interface WorkerInfo {
   id: string;
   state: WorkerState;
   jobId: string | null;
+  stage?: string;
   engineReady: boolean;
   at: number;
 }
@@ -44,7 +45,8 @@ export class WorkerRegistry {
     return live;
   }
 
-  async idleCount(): Promise<number> {
-    return (await this.list()).filter((w) => w.state === 'idle' && w.engineReady).length;
+  /** Workers able to run a job now or when their current one ends. */
+  async readyCount(): Promise<number> {
+    return (await this.list()).filter((w) => (w.state === 'idle' || w.state === 'busy') && w.engineReady).length;
   }
 }

@@ -41,6 +41,8 @@ const ENGINE_LOST_MS = 30_000;
 /** Runs one job on this worker's engine, from claim to terminal state (or hand-back). */
 export class JobRunner {
   private current: { jobId: string; cancel: (reason: 'cancel' | 'expired') => void; shutdown: () => void } | null = null;
+  /** What the runner is doing now; reported with the worker's state so a stuck step shows. */
+  stage = 'idle';
 
   constructor(private readonly d: RunnerDeps) {}
 
@@ -59,9 +61,11 @@ export class JobRunner {
 
   async run(jobId: string): Promise<void> {
     const { db, config, workerId } = this.d;
+    this.stage = 'loading';
     const found = await db.job.findUnique({ where: { id: jobId } });
     if (!found || found.status !== 'queued') return; // canceled or expired while waiting
     const now = new Date();
+    this.stage = 'claiming';
     const job = await transition(db, jobId, ['queued'], 'running', {
       workerId,
       attempts: { increment: 1 },
@@ -70,6 +74,7 @@ export class JobRunner {
       runDeadlineAt: found.runDeadlineAt ?? new Date(now.getTime() + config.jobs.executionTimeoutSeconds * 1000),
     });
     if (!job) return;
+    this.stage = 'announcing';
     await this.status(job, 'running');
     let ending: Ending;
     try {
@@ -80,7 +85,9 @@ export class JobRunner {
     } finally {
       this.current = null;
     }
+    this.stage = 'concluding';
     await this.conclude(job, ending);
+    this.stage = 'idle';
   }
 
   private async conclude(job: Job, ending: Ending): Promise<void> {
@@ -112,6 +119,7 @@ export class JobRunner {
     const workflow = job.workflow as unknown as ApiWorkflow;
     let staged: ApiWorkflow;
     try {
+      this.stage = 'staging';
       staged = await stageInputs(workflow, job.accountId, db, store, engine);
     } catch (err) {
       if (err instanceof StagingError) return { outcome: { status: 'failed', error: { code: 'missing_asset', message: err.message } } };
@@ -159,14 +167,15 @@ export class JobRunner {
         }
       },
       preview: (image, mimeType, nodeId, metadata) => {
-        void publishAccountMessage(redis, keys, {
+        // In line with the forwarded messages: v1 clients get a preview before its step's progress.
+        enqueue(() => publishAccountMessage(redis, keys, {
           accountId: job.accountId,
           preview: {
             imageType: mimeType === 'image/png' ? 'png' : 'jpeg',
             base64: image.toString('base64'),
             metadata: { ...(metadata ?? {}), node_id: nodeId ?? '', prompt_id: job.id, display_node_id: metadata?.display_node_id ?? nodeId ?? '', parent_node_id: metadata?.parent_node_id ?? null, real_node_id: metadata?.real_node_id ?? nodeId ?? '', image_type: mimeType },
           },
-        }).catch(() => undefined);
+        }));
         previewGate.run(() => void events.append(job.id, job.accountId, 'preview', { node_id: nodeId ?? '', content_type: mimeType, data_base64: image.toString('base64') }).catch(() => undefined));
       },
       outputs: (nodeId, reported: ReportedOutput[], message) => {
@@ -239,6 +248,7 @@ export class JobRunner {
     try {
       const extra = await this.d.vault.get(job.id);
       try {
+        this.stage = 'submitting';
         await engine.submitPrompt({ prompt: staged, client_id: socket.clientId, prompt_id: promptId, extra_data: extra ?? {} });
       } catch (err) {
         if (err instanceof EngineValidationError) {
@@ -251,6 +261,7 @@ export class JobRunner {
         }
         return { handBack: `The engine did not accept the prompt: ${(err as Error).message}` };
       }
+      this.stage = 'running';
       result = await ctx.outcome;
     } finally {
       clearInterval(cancelWatch);
@@ -260,6 +271,7 @@ export class JobRunner {
       socket.off('message', onMessage);
       socket.off('binary', onBinary);
     }
+    this.stage = 'storing outputs';
     await chain;
     const log = ctx.log.result();
     if (handBackReason) return { handBack: handBackReason };
@@ -269,13 +281,9 @@ export class JobRunner {
       return { outcome: { status: 'succeeded', log } };
     }
     if (result.kind === 'error') {
-      return {
-        outcome: {
-          status: 'failed',
-          error: { code: 'node_execution_error', message: result.message, node_id: result.nodeId, class_type: result.classType, traceback: result.traceback || null },
-          log,
-        },
-      };
+      // The engine's exception type is kept so v1 history can report it as the engine did.
+      const error = { code: 'node_execution_error', message: result.message, node_id: result.nodeId, class_type: result.classType, traceback: result.traceback || null, exception_type: result.exceptionType };
+      return { outcome: { status: 'failed', error, log } };
     }
     if (canceled === 'expired') return { outcome: { status: 'expired', error: { code: 'execution_timeout', message: 'The job ran longer than allowed.' }, log } };
     if (canceled === 'cancel') return { outcome: { status: 'canceled', log } };

@@ -128,6 +128,8 @@ export class WorkerProcess {
       prefix: keys.bullPrefix,
       concurrency: 1,
       maxStalledCount: 0,
+      // A run whose worker died stays 'active' in BullMQ until its lock lapses; keep that short.
+      lockDuration: 10_000,
     });
     this.worker.on('error', (err) => this.log('warn', 'queue error', { err: err.message }));
     this.state = 'idle';
@@ -187,7 +189,7 @@ export class WorkerProcess {
   }
 
   private report(): Promise<void> {
-    return this.registry.report({ id: this.id, state: this.state, jobId: this.runner.currentJobId, engineReady: this.engineReady });
+    return this.registry.report({ id: this.id, state: this.state, jobId: this.runner.currentJobId, stage: this.runner.stage, engineReady: this.engineReady });
   }
 
   private async readiness(): Promise<Record<string, string>> {

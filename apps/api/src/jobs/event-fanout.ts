@@ -16,6 +16,7 @@ export class EventFanout implements OnModuleInit, OnModuleDestroy {
   private readonly subscriber: Redis;
   private readonly byJob = new Map<string, Set<JobListener>>();
   private readonly byAccount = new Map<string, Set<AccountListener>>();
+  private readonly jobsByAccount = new Map<string, Set<JobListener>>();
   private readonly keys;
 
   constructor(@Inject(CONFIG) config: Config) {
@@ -25,7 +26,10 @@ export class EventFanout implements OnModuleInit, OnModuleDestroy {
     this.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.keys.jobEventsChannel) {
         const event = parsePublishedJobEvent(message);
-        if (event) for (const l of this.byJob.get(event.jobId) ?? []) l(event);
+        if (event) {
+          for (const l of this.byJob.get(event.jobId) ?? []) l(event);
+          for (const l of this.jobsByAccount.get(event.accountId) ?? []) l(event);
+        }
       } else if (channel === this.keys.accountChannel) {
         let parsed: AccountMessage;
         try {
@@ -53,6 +57,11 @@ export class EventFanout implements OnModuleInit, OnModuleDestroy {
 
   onAccount(accountId: string, listener: AccountListener): () => void {
     return add(this.byAccount, accountId, listener);
+  }
+
+  /** Job events (status, progress, ...) of every job of one account, e.g. for v1 queue status. */
+  onAccountJobs(accountId: string, listener: JobListener): () => void {
+    return add(this.jobsByAccount, accountId, listener);
   }
 }
 

@@ -71,16 +71,15 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
     void this.dispatcher.kick().catch(() => undefined);
   }
 
-  /** Queue positions of every waiting job, recomputed at most every 250 ms per replica. */
-  async queuePosition(jobId: string): Promise<number | null> {
+  /**
+   * Queue positions of every waiting job, computed in one query at most every 250 ms per replica;
+   * a job created after the last computation triggers a fresh one.
+   */
+  async queuePosition(jobId: string, createdAt: Date): Promise<number | null> {
     const now = Date.now();
-    if (!this.positions || now - this.positions.at > POSITIONS_TTL_MS) {
+    if (!this.positions || now - this.positions.at > POSITIONS_TTL_MS || this.positions.at < createdAt.getTime()) {
       this.positions = { at: now, map: queuePositions(this.db) };
     }
-    const found = (await this.positions.map).get(jobId);
-    if (found !== undefined || now - this.positions.at < 10) return found ?? null;
-    // Newer than the cached ordering: compute afresh rather than answer null for a queued job.
-    this.positions = { at: Date.now(), map: queuePositions(this.db) };
     return (await this.positions.map).get(jobId) ?? null;
   }
 }

@@ -100,7 +100,7 @@ export class JobViews {
       started_at: job.startedAt?.toISOString() ?? null,
       completed_at: job.completedAt?.toISOString() ?? null,
       expires_at: job.expiresAt.toISOString(),
-      queue_position: job.status === 'queued' ? await this.pipeline.queuePosition(job.id) : null,
+      queue_position: job.status === 'queued' ? await this.pipeline.queuePosition(job.id, job.createdAt) : null,
       progress: this.progressOf(job),
       outputs: await Promise.all(job.outputs.map((o) => this.outputView(o, request))),
       error: (job.error as JobView['error']) ?? null,

@@ -89,9 +89,9 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
   // Queue positions are derived, not logged: a waiting job's stream reports each change.
   const positions = setInterval(() => {
     chain = chain.then(async () => {
-      const job = await db.job.findUnique({ where: { id: jobId }, select: { status: true } });
+      const job = await db.job.findUnique({ where: { id: jobId }, select: { status: true, createdAt: true } });
       if (!job || job.status !== 'queued' || ended) return;
-      const position = await pipeline.queuePosition(jobId);
+      const position = await pipeline.queuePosition(jobId, job.createdAt);
       if (position !== lastPosition) {
         lastPosition = position;
         write(`id: ${lastSent}\nevent: status\ndata: ${JSON.stringify({ status: 'queued', queue_position: position })}\n\n`);
@@ -116,7 +116,7 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
       const latest = (name: string) => [...logged].reverse().find((e) => e.event === name);
       const progress = latest('progress');
       const preview = latest('preview');
-      lastPosition = job.status === 'queued' ? await pipeline.queuePosition(jobId) : null;
+      lastPosition = job.status === 'queued' ? await pipeline.queuePosition(jobId, job.createdAt) : null;
       const status = JSON.stringify({ status: job.status, queue_position: lastPosition });
       lastSent = lastId;
       chain = chain.then(async () => {
