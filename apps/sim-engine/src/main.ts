@@ -1,0 +1,18 @@
+/** Entry point: `node dist/apps/sim-engine/src/main.js`; configuration from SIM_* variables. */
+import { startSimEngine } from './server.js';
+
+async function main(): Promise<void> {
+  const engine = await startSimEngine();
+  // A JSON line tests and scripts can wait for (the port matters when SIM_ENGINE_PORT=0).
+  process.stdout.write(JSON.stringify({ msg: 'listening', port: engine.port, url: engine.url }) + '\n');
+  const shutdown = (): void => {
+    void engine.close().then(() => process.exit(0));
+  };
+  process.once('SIGINT', shutdown);
+  process.once('SIGTERM', shutdown);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`sim-engine failed to start: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
