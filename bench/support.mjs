@@ -1,0 +1,89 @@
+// Shared pieces of the benchmarks: a private database and Redis prefix, processes started from
+// the build, and the resident memory of a process read from /proc.
+import { spawn, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { randomBytes } from 'node:crypto';
+
+export const ROOT = new URL('..', import.meta.url).pathname;
+const PG = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+
+export function benchEnv(extra = {}) {
+  const name = `ccb_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const db = new URL(PG);
+  db.pathname = `/${name}`;
+  return {
+    name,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: db.toString(),
+      REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      REDIS_PREFIX: name,
+      STORAGE_DRIVER: 'local',
+      STORAGE_DIR: `/tmp/${name}/blobs`,
+      SIGNING_SECRET: 'bench-signing-secret-0123456789',
+      API_HOST: '127.0.0.1',
+      API_PORT: '0',
+      ...extra,
+    },
+  };
+}
+
+export function migrate(env) {
+  execFileSync(process.execPath, [`${ROOT}dist/libs/db/migrate-cli.js`], { env, stdio: 'ignore' });
+}
+
+export function admin(env, ...args) {
+  return JSON.parse(execFileSync(process.execPath, [`${ROOT}dist/apps/admin/src/main.js`, ...args], { env }).toString());
+}
+
+export function start(entry, env, readyMessage = 'listening') {
+  const child = spawn(process.execPath, [`${ROOT}dist/${entry}`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${entry} did not start`)), 30_000);
+    const onLine = (line) => {
+      if (process.env.BENCH_VERBOSE) console.error(`[${entry}] ${line}`);
+      try {
+        const msg = JSON.parse(line);
+        if (msg.msg === readyMessage) {
+          clearTimeout(timer);
+          resolve({ child, port: msg.port, url: `http://127.0.0.1:${msg.port}`, pid: child.pid });
+        }
+      } catch {
+        // not JSON
+      }
+    };
+    createInterface({ input: child.stdout }).on('line', onLine);
+    createInterface({ input: child.stderr }).on('line', onLine);
+    child.on('exit', (code) => reject(new Error(`${entry} exited with ${code}`)));
+  });
+}
+
+export function rssBytes(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)[1]) * 1024;
+}
+
+export async function dropDatabase(env) {
+  const url = new URL(env.DATABASE_URL);
+  const name = url.pathname.slice(1);
+  execFileSync('psql', ['-q', '-h', url.hostname, '-U', url.username || 'postgres', '-d', 'postgres', '-c', `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`], { stdio: 'ignore' });
+  execFileSync('rm', ['-rf', `/tmp/${env.REDIS_PREFIX}`]);
+}
+
+export function percentile(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * p))];
+}
+
+export const median = (xs) => percentile([...xs].sort((a, b) => a - b), 0.5);
+
+export function machine() {
+  const cpu = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown cpu';
+  const cores = readFileSync('/proc/cpuinfo', 'utf8').match(/^processor/gm).length;
+  const mem = Math.round(Number(/MemTotal:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'))[1]) / 1024 / 1024);
+  return `${cores} cores (${cpu}), ${mem} GiB, Node ${process.version}`;
+}
