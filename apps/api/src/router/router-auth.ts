@@ -13,8 +13,17 @@ import { RouterError } from './errors.js';
 // empties the account cache on every replica at once.
 
 const TOKEN_CACHE_MS = 60_000;
-const ACCOUNT_CACHE_MS = 2_000;
+// Fresh for 2 s; after that still served (at most 30 s old) while one reload runs behind it, so
+// calls never queue on the database for a workspace this replica already knows.
+const ACCOUNT_FRESH_MS = 2_000;
+const ACCOUNT_STALE_MS = 30_000;
 const MAX_ENTRIES = 10_000;
+
+interface CachedAccount {
+  account: Account | null;
+  at: number;
+  reload: Promise<Account | null> | null;
+}
 
 const WORKSPACE = Symbol('routerWorkspace');
 type WorkspaceRequest = FastifyRequest & { [WORKSPACE]?: Account };
@@ -31,7 +40,7 @@ function tokenExpiryMs(token: string): number {
 @Injectable()
 export class RouterAuthService implements OnModuleInit, OnModuleDestroy {
   private readonly tokens = new Map<string, { sub: string; until: number }>();
-  private readonly accounts = new Map<string, { account: Account | null; until: number }>();
+  private readonly accounts = new Map<string, CachedAccount>();
   private subscriber: Redis | null = null;
 
   constructor(
@@ -39,13 +48,13 @@ export class RouterAuthService implements OnModuleInit, OnModuleDestroy {
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
-  async onModuleInit(): Promise<void> {
-    this.subscriber = new Redis(this.config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+  onModuleInit(): void {
+    this.subscriber = new Redis(this.config.redisUrl, { maxRetriesPerRequest: null });
     this.subscriber.on('message', () => this.accounts.clear());
     this.subscriber.on('ready', () => this.accounts.clear());
     this.subscriber.on('error', () => undefined);
-    await this.subscriber.connect().catch(() => undefined);
-    await this.subscriber.subscribe(authChangedChannel(this.config.redisPrefix)).catch(() => undefined);
+    // Not awaited: the subscription is made (and remade) whenever Redis is reachable.
+    this.subscriber.subscribe(authChangedChannel(this.config.redisPrefix)).catch(() => undefined);
   }
 
   onModuleDestroy(): void {
@@ -77,11 +86,34 @@ export class RouterAuthService implements OnModuleInit, OnModuleDestroy {
 
   private async account(id: string, now: number): Promise<Account | null> {
     const cached = this.accounts.get(id);
-    if (cached && cached.until > now) return cached.account;
-    const account = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) ? await this.db.account.findUnique({ where: { id } }) : null;
-    if (this.accounts.size >= MAX_ENTRIES) this.accounts.clear();
-    this.accounts.set(id, { account, until: now + ACCOUNT_CACHE_MS });
-    return account;
+    if (cached && now - cached.at < ACCOUNT_FRESH_MS) return cached.account;
+    if (cached && now - cached.at < ACCOUNT_STALE_MS) {
+      void this.load(id, cached).catch(() => undefined);
+      return cached.account;
+    }
+    return this.load(id, cached);
+  }
+
+  private load(id: string, cached: CachedAccount | undefined): Promise<Account | null> {
+    if (cached?.reload) return cached.reload;
+    const entry: CachedAccount = cached ?? { account: null, at: 0, reload: null };
+    const reload = (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) ? this.db.account.findUnique({ where: { id } }) : Promise.resolve(null))
+      .then((account) => {
+        entry.account = account;
+        entry.at = Date.now();
+        return account;
+      })
+      .finally(() => {
+        entry.reload = null;
+      });
+    entry.reload = reload;
+    if (!cached) {
+      if (this.accounts.size >= MAX_ENTRIES) this.accounts.clear();
+      this.accounts.set(id, entry);
+      // A failed first load must not stay cached as "no such workspace".
+      reload.catch(() => this.accounts.delete(id));
+    }
+    return reload;
   }
 }
 

@@ -120,13 +120,15 @@ export class RouterController {
       settled: new Promise<boolean>((resolve) => reply.raw.once('close', () => resolve(reply.raw.writableFinished))),
     };
     const key = request.headers['idempotency-key'];
+    const isJson = /^application\/([\w.+-]+\+)?json\b/i.test(request.headers['content-type'] ?? '');
     const { result, headers } = await this.calls.run({
       callId: serviceRequestId(request),
       account: workspaceOf(request),
       provider,
       model,
-      rawBody: rawBody(request),
-      body: request.body ?? undefined,
+      // Only JSON is a model input; Fastify would also hand over text bodies as strings.
+      rawBody: isJson ? rawBody(request) : undefined,
+      body: isJson ? (request.body ?? undefined) : undefined,
       idempotencyKey: Array.isArray(key) ? key.join(',') : key,
       fate,
       startedAt,

@@ -28,6 +28,7 @@ export interface CallInput {
   body: unknown;
   idempotencyKey: string | undefined;
   fate: CallerFate;
+  /** Epoch ms the request arrived. */
   startedAt: number;
 }
 
@@ -86,6 +87,7 @@ export class CallsService {
           costCents: 0,
           charged: false,
           durationMs: Date.now() - input.startedAt,
+          startedAt: input.startedAt,
         }),
         `usage record ${input.callId}`,
       );
@@ -176,6 +178,7 @@ export class CallsService {
             costCents: model.priceCents,
             charged: this.isCharged(model, result),
             durationMs,
+            startedAt: input.startedAt,
             providerHandle: generation.handle,
           }),
           `usage record ${input.callId}`,
@@ -253,6 +256,7 @@ export class CallsService {
           costCents: 0,
           charged: false,
           durationMs: Date.now() - input.startedAt,
+          startedAt: input.startedAt,
           replayOf: originalId,
         }),
         `usage record ${input.callId}`,

@@ -20,6 +20,8 @@ export interface FinalRecord {
   costCents: number;
   charged: boolean;
   durationMs: number;
+  /** Epoch ms the call arrived. */
+  startedAt: number;
   providerHandle?: string | null;
   replayOf?: string | null;
 }
@@ -41,10 +43,25 @@ export interface KeyedRow {
   completedAt: Date | null;
 }
 
+// Final records are written in batches: one statement per batch (records, ledger entries and
+// balances together) keeps the database off the calls' critical path and its pool free for the
+// reads calls do wait on.
+const BATCH_MAX = 500;
+const BATCH_DELAY_MS = 5;
+const FLUSH_ATTEMPTS = 6;
+
+interface Queued {
+  record: FinalRecord;
+  done: () => void;
+}
+
 @Injectable()
 export class UsageService implements OnApplicationShutdown {
   private readonly logger = new Logger('RouterUsage');
   private readonly pending = new Set<Promise<unknown>>();
+  private queue: Queued[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
 
   constructor(@Inject(DB) private readonly db: Db) {}
 
@@ -56,24 +73,83 @@ export class UsageService implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.flushSoon(0);
     await Promise.allSettled([...this.pending]);
+    await this.flushing;
   }
 
-  /** The record of a call that ends here (and its charge). */
-  async insertFinal(r: FinalRecord): Promise<void> {
-    const amount = -BigInt(r.costCents);
+  /** The record of a call that ends here (and its charge); resolves once it is stored. */
+  insertFinal(record: FinalRecord): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.queue.push({ record, done: resolve });
+      this.flushSoon(this.queue.length >= BATCH_MAX ? 0 : BATCH_DELAY_MS);
+    });
+  }
+
+  private flushSoon(delay: number): void {
+    if (this.timer && delay > 0) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      const batch = this.queue.splice(0, this.queue.length);
+      if (batch.length === 0) return;
+      // One batch at a time: under load the next one simply grows while this one is written.
+      this.flushing = this.flushing.then(() => this.writeBatch(batch));
+    }, delay);
+  }
+
+  private async writeBatch(batch: Queued[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.insertMany(batch.map((q) => q.record));
+        break;
+      } catch (err) {
+        if (attempt >= FLUSH_ATTEMPTS) {
+          this.logger.error(`${batch.length} usage records could not be written: ${(err as Error).message}; ids ${batch.map((q) => q.record.id).join(',')}`);
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
+      }
+    }
+    for (const q of batch) q.done();
+  }
+
+  private async insertMany(records: FinalRecord[]): Promise<void> {
+    const rows = JSON.stringify(
+      records.map((r) => ({
+        id: r.id,
+        account_id: r.accountId,
+        model_id: r.modelId,
+        outcome: r.outcome,
+        result_bucket: r.resultBucket,
+        http_status: r.httpStatus,
+        provider_handle: r.providerHandle ?? null,
+        cost_cents: r.costCents,
+        charged: r.charged,
+        duration_ms: r.durationMs,
+        replay_of: r.replayOf ?? null,
+        created_at: new Date(r.startedAt).toISOString(),
+      })),
+    );
+    // Re-running a batch is harmless: records and charges are keyed by the call id.
     await this.db.$executeRaw`
-      WITH call AS (
-        INSERT INTO router_calls (id, account_id, model_id, state, outcome, result_bucket, http_status, provider_handle, cost_cents, charged, duration_ms, replay_of, completed_at)
-        VALUES (${r.id}, ${r.accountId}::uuid, ${r.modelId}, 'completed', ${r.outcome}, ${r.resultBucket}, ${r.httpStatus}, ${r.providerHandle ?? null}, ${r.costCents}, ${r.charged}, ${r.durationMs}, ${r.replayOf ?? null}, now())
-        RETURNING id
+      WITH r AS (
+        SELECT * FROM json_to_recordset(${rows}::json) AS x(id text, account_id uuid, model_id text, outcome text, result_bucket text,
+          http_status int, provider_handle text, cost_cents int, charged boolean, duration_ms int, replay_of text, created_at timestamptz)
+      ), call AS (
+        INSERT INTO router_calls (id, account_id, model_id, state, outcome, result_bucket, http_status, provider_handle, cost_cents, charged, duration_ms, replay_of, created_at, completed_at)
+        SELECT id, account_id, model_id, 'completed', outcome, result_bucket, http_status, provider_handle, cost_cents, charged, duration_ms, replay_of, created_at, now() FROM r
+        ON CONFLICT (id) DO NOTHING
+        RETURNING id, account_id, cost_cents, charged
       ), charge AS (
         INSERT INTO credit_ledger (account_id, amount, reason, ref)
-        SELECT ${r.accountId}::uuid, ${amount}, ${CHARGE_REASON}, id FROM call WHERE ${r.charged}
+        SELECT account_id, -cost_cents::bigint, ${CHARGE_REASON}, id FROM call WHERE charged
         ON CONFLICT (reason, ref) DO NOTHING
-        RETURNING amount
+        RETURNING account_id, amount
       )
-      UPDATE accounts SET credit_balance = credit_balance + charge.amount FROM charge WHERE accounts.id = ${r.accountId}::uuid`;
+      UPDATE accounts a SET credit_balance = a.credit_balance + s.total
+      FROM (SELECT account_id, sum(amount)::bigint AS total FROM charge GROUP BY account_id) s
+      WHERE a.id = s.account_id`;
   }
 
   /** A keyed call's row, before dispatch; false when another call holds the key already. */

@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
 import type { Account } from '#libs/db';
-import { CONFIG, REDIS } from '../../core/tokens.js';
+import { CONFIG } from '../../core/tokens.js';
 import { RouterError } from '../errors.js';
 import { ACQUIRE, RELEASE, RENEW } from './limits.scripts.js';
 
@@ -28,25 +28,42 @@ export class LimitsService implements OnModuleInit, OnModuleDestroy {
   private readonly redis: LimitCommands;
   /** Slots this process holds, by account: what the renewal timer extends. */
   private readonly held = new Map<string, Set<string>>();
+  /** Releases that failed while Redis was away; sent again when it is back (else the lease ends them). */
+  private readonly unreleased: Slot[] = [];
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(
-    @Inject(REDIS) redis: Redis,
-    @Inject(CONFIG) private readonly config: Config,
-  ) {
+  constructor(@Inject(CONFIG) private readonly config: Config) {
+    // A connection of its own, auto-pipelined: the acquires and releases of calls that arrive
+    // together leave in one write. No offline queue: with Redis away a call fails fast (503).
+    const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, enableAutoPipelining: true });
+    redis.on('error', () => undefined);
+    redis.on('ready', () => {
+      for (const slot of this.unreleased.splice(0, this.unreleased.length)) this.release(slot);
+    });
     redis.defineCommand('routerAcquire', { numberOfKeys: 3, lua: ACQUIRE });
     redis.defineCommand('routerRelease', { numberOfKeys: 2, lua: RELEASE });
     redis.defineCommand('routerRenew', { numberOfKeys: 2, lua: RENEW });
     this.redis = redis as LimitCommands;
   }
 
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
     this.timer = setInterval(() => void this.renewAll(), RENEW_EVERY_MS);
     this.timer.unref();
+    // Serve from the first request on when Redis is there; without it, start anyway (calls get 503).
+    if (this.redis.status !== 'ready') {
+      await new Promise<void>((resolve) => {
+        const done = setTimeout(resolve, 5_000);
+        this.redis.once('ready', () => {
+          clearTimeout(done);
+          resolve();
+        });
+      });
+    }
   }
 
   onModuleDestroy(): void {
     if (this.timer) clearInterval(this.timer);
+    this.redis.disconnect();
   }
 
   private keys(accountId: string): [string, string, string] {
@@ -121,7 +138,10 @@ export class LimitsService implements OnModuleInit, OnModuleDestroy {
     mine?.delete(slot.id);
     if (mine?.size === 0) this.held.delete(slot.accountId);
     const [inflight, spend] = this.keys(slot.accountId);
-    this.redis.routerRelease(inflight, spend, slot.id).catch((err: Error) => this.logger.warn(`slot ${slot.id} not released (its lease will expire): ${err.message}`));
+    this.redis.routerRelease(inflight, spend, slot.id).catch((err: Error) => {
+      this.logger.warn(`slot ${slot.id} not released yet: ${err.message}`);
+      if (this.unreleased.length < 100_000) this.unreleased.push(slot);
+    });
   }
 
   private async renewAll(): Promise<void> {

@@ -1,0 +1,58 @@
+import type { FastifyInstance } from 'fastify';
+
+/** The engine's 400 body: `{error: {type, message, details, extra_info}, node_errors}`. */
+export function engineErrorBody(type: string, message: string, details = '', nodeErrors: Record<string, unknown> = {}) {
+  return { error: { type, message, details, extra_info: {} }, node_errors: nodeErrors };
+}
+
+export class BadBody extends Error {
+  constructor(
+    readonly type: string,
+    message: string,
+    readonly details: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * v1 JSON bodies arrive as text (see `acceptAnyJsonBody`). Empty means `{}`; anything that does
+ * not parse as JSON is a clear 400, never the engine's 500.
+ */
+export function parseJsonText(body: unknown): unknown {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'string') return body;
+  if (body.trim() === '') return {};
+  try {
+    return JSON.parse(body) as unknown;
+  } catch (err) {
+    throw new BadBody('invalid_json', 'Request body is not valid JSON', `The request body is not valid JSON: ${(err as Error).message.slice(0, 200)}`);
+  }
+}
+
+export function parseJsonObject(body: unknown): Record<string, unknown> {
+  const value = parseJsonText(body);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new BadBody('invalid_request', 'The request body must be a JSON object', `got ${Array.isArray(value) ? 'an array' : typeof value}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * ComfyUI clients post JSON as `text/plain;charset=UTF-8` (a browser's fetch default, and what
+ * SDKs that replace their headers send) or with no content type at all. For the v1 JSON routes
+ * every non-multipart body is read as text and parsed by the route, so each of these works and a
+ * body that is not JSON gets the engine's 400 shape instead of a framework error.
+ */
+export function acceptAnyJsonBody(fastify: FastifyInstance, basePath: string, paths: string[]): void {
+  const routes = new Set(paths.map((p) => `${basePath}${p}`));
+  fastify.addHook('onRequest', async (request) => {
+    if (request.method !== 'POST') return;
+    const path = request.url.split('?')[0]!;
+    if (!routes.has(path)) return;
+    const raw = request.raw.headers;
+    const type = (raw['content-type'] ?? '').toLowerCase();
+    if (type.startsWith('multipart/')) return;
+    raw['content-type'] = 'text/plain; charset=utf-8';
+  });
+}

@@ -1,0 +1,59 @@
+import { Controller, Get, Inject, Param, UseGuards } from '@nestjs/common';
+import type { Config } from '#libs/config';
+import type { Account } from '#libs/db';
+import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
+import { CONFIG } from '../core/tokens.js';
+import { SubmissionService } from '../jobs/submission.service.js';
+import { RateLimitGuard } from '../limits/index.js';
+import { V1Files } from './files/v1-files.service.js';
+
+/** What clients read when they connect: node definitions, features, system stats. */
+@Controller('api')
+@UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
+export class V1InfoController {
+  constructor(
+    @Inject(CONFIG) private readonly config: Config,
+    private readonly submissions: SubmissionService,
+    private readonly files: V1Files,
+  ) {}
+
+  @Get('object_info')
+  async objectInfo(@CurrentAccount() account: Account) {
+    return this.files.accountDefinitions(await this.submissions.definitions(), await this.files.uploadedNames(account.id));
+  }
+
+  /** One class, or `{}` for an unknown one, as the engine answers (clients probe for extensions this way). */
+  @Get('object_info/:cls')
+  async objectInfoOf(@CurrentAccount() account: Account, @Param('cls') cls: string) {
+    const defs = await this.submissions.definitions();
+    if (!Object.hasOwn(defs, cls)) return {};
+    const mine = this.files.accountDefinitions({ [cls]: defs[cls]! }, await this.files.uploadedNames(account.id));
+    return { [cls]: mine[cls] };
+  }
+
+  @Get('features')
+  features() {
+    return { supports_preview_metadata: true, max_upload_size: this.config.maxUploadBytes };
+  }
+
+  /** The engines are behind the service: no host facts to report, only the shape clients read. */
+  @Get('system_stats')
+  systemStats() {
+    return {
+      system: {
+        os: 'posix',
+        ram_total: 0,
+        ram_free: 0,
+        comfyui_version: '0.3.64',
+        required_frontend_version: '',
+        installed_templates_version: null,
+        required_templates_version: '',
+        python_version: '',
+        pytorch_version: '',
+        embedded_python: false,
+        argv: [],
+      },
+      devices: [],
+    };
+  }
+}

@@ -1,0 +1,109 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Asset, Blob, Db, Job, JobOutput } from '#libs/db';
+import type { BlobStore } from '#libs/storage';
+import { BLOB_STORE, DB } from '../../core/tokens.js';
+import { V1Files, withDisplayNames } from '../files/v1-files.service.js';
+import { cloudExceptionType, type JobErrorLike } from './v1-status.js';
+
+type Output = JobOutput & { asset: Asset & { blob: Blob } };
+export type JobForHistory = Job & { outputs: Output[] };
+
+export const HISTORY_INCLUDE = { outputs: { include: { asset: { include: { blob: true } } }, orderBy: { id: 'asc' as const } } };
+
+const TEXT_KEYS = new Set(['text', 'string', 'texts']);
+const MAX_TEXT_BYTES = 256 * 1024;
+
+/** A queue item as the engine shows it; extra_data carries the client id only, never credentials. */
+export type QueueTuple = [number, string, unknown, Record<string, unknown>, string[]];
+
+/** Jobs rendered in the engine's own shapes: queue tuples and history entries. */
+@Injectable()
+export class EngineViews {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    @Inject(BLOB_STORE) private readonly store: BlobStore,
+    private readonly files: V1Files,
+  ) {}
+
+  async queueTuples(jobs: Job[]): Promise<QueueTuple[]> {
+    const names = await this.files.displayNames(jobs.map((j) => j.workflow));
+    return jobs.map((j) => this.tuple(j, names));
+  }
+
+  private tuple(job: Job, names: Map<string, string>): QueueTuple {
+    return [Number(job.number), job.id, withDisplayNames(job.workflow, names), job.clientId ? { client_id: job.clientId } : {}, job.outputNodes];
+  }
+
+  async history(jobs: JobForHistory[]): Promise<Record<string, unknown>> {
+    const names = await this.files.displayNames(jobs.map((j) => j.workflow));
+    const out: Record<string, unknown> = {};
+    for (const job of jobs) out[job.id] = await this.entry(job, names);
+    return out;
+  }
+
+  private async entry(job: JobForHistory, names: Map<string, string>): Promise<Record<string, unknown>> {
+    const outputs: Record<string, Record<string, unknown[]>> = {};
+    for (const o of job.outputs) {
+      const node = (outputs[o.nodeId] ??= {});
+      const list = (node[o.engineKey] ??= []);
+      const text = await this.textOf(o);
+      list.push(text ?? { filename: o.name, subfolder: job.id, type: o.engineType });
+    }
+    const meta: Record<string, unknown> = {};
+    for (const nodeId of Object.keys(outputs)) meta[nodeId] = { node_id: nodeId, display_node: nodeId, parent_node: null, real_node_id: nodeId };
+    const succeeded = job.status === 'succeeded';
+    return {
+      prompt: this.tuple(job, names),
+      outputs,
+      status: { status_str: succeeded ? 'success' : 'error', completed: succeeded, messages: this.messages(job) },
+      meta,
+    };
+  }
+
+  /** Text outputs were stored as small files; the engine's history shows the strings themselves. */
+  private async textOf(o: Output): Promise<string | null> {
+    if (!TEXT_KEYS.has(o.engineKey) || o.type !== 'text' || !/_\d+\.txt$/.test(o.name) || !o.name.startsWith(`${o.nodeId}_`)) return null;
+    if (Number(o.asset.blob.sizeBytes) > MAX_TEXT_BYTES) return null;
+    try {
+      const parts: Buffer[] = [];
+      for await (const c of await this.store.read(o.asset.blobHash)) parts.push(Buffer.from(c as Buffer));
+      return Buffer.concat(parts).toString('utf8');
+    } catch {
+      return null;
+    }
+  }
+
+  /** The engine's status messages, rebuilt from what the job recorded. */
+  private messages(job: Job): Array<[string, Record<string, unknown>]> {
+    const prompt_id = job.id;
+    const started = job.startedAt?.getTime() ?? null;
+    const ended = (job.completedAt ?? job.updatedAt).getTime();
+    const list: Array<[string, Record<string, unknown>]> = [];
+    if (started !== null) {
+      list.push(['execution_start', { prompt_id, timestamp: started }]);
+      list.push(['execution_cached', { nodes: [], prompt_id, timestamp: started }]);
+    }
+    const error = (job.error ?? {}) as JobErrorLike & { node_id?: string | null; traceback?: string | null };
+    if (job.status === 'succeeded') list.push(['execution_success', { prompt_id, timestamp: ended }]);
+    else if (job.status === 'canceled') {
+      list.push(['execution_interrupted', { prompt_id, node_id: null, node_type: null, executed: [], timestamp: ended }]);
+    } else if (job.status === 'failed' || job.status === 'expired') {
+      list.push([
+        'execution_error',
+        {
+          prompt_id,
+          node_id: error.node_id ?? null,
+          node_type: error.class_type ?? null,
+          executed: [],
+          exception_message: error.message ?? 'The job failed.',
+          exception_type: cloudExceptionType(job.error),
+          traceback: error.traceback ? [error.traceback] : [],
+          current_inputs: {},
+          current_outputs: {},
+          timestamp: ended,
+        },
+      ]);
+    }
+    return list;
+  }
+}

@@ -1,0 +1,168 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { ApiError } from '#libs/contracts';
+import type { Account, Db, Job } from '#libs/db';
+import { toEngineErrorBody, validateWorkflow, workflowFormat } from '#libs/workflow';
+import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
+import { DB } from '../core/tokens.js';
+import { JobControl } from '../jobs/job-control.service.js';
+import { SubmissionService, WorkflowRejected } from '../jobs/submission.service.js';
+import { RateLimitGuard } from '../limits/index.js';
+import { isUuid } from './files/file-names.js';
+import { V1Files } from './files/v1-files.service.js';
+import { BadBody, engineErrorBody, parseJsonObject } from './http/engine-body.js';
+import { EngineViews, HISTORY_INCLUDE } from './jobs/engine-views.js';
+import { v1Status } from './jobs/v1-status.js';
+import { parsePromptBody } from './prompt-body.js';
+
+const IN_FLIGHT = ['queued', 'running', 'canceling'] as const;
+const FINISHED = ['succeeded', 'failed', 'canceled', 'expired'] as const;
+const HISTORY_MAX = 1000;
+
+function intParam(value: unknown, fallback: number, max: number): number {
+  const n = typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : fallback;
+  return Math.min(n, max);
+}
+
+/**
+ * The engine's prompt, queue and history routes over this account's jobs. A v1 prompt is a job
+ * like any other (v2 sees it too); queue and interrupt only ever touch the caller's own jobs.
+ */
+@Controller('api')
+@UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
+export class V1PromptsController {
+  constructor(
+    @Inject(DB) private readonly db: Db,
+    private readonly submissions: SubmissionService,
+    private readonly control: JobControl,
+    private readonly files: V1Files,
+    private readonly views: EngineViews,
+  ) {}
+
+  @Post('prompt')
+  @HttpCode(200)
+  async submit(@CurrentAccount() account: Account, @Body() body: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
+    if (account.status === 'inactive') throw new ApiError('inactive_account', 'The subscription of this account is not active; workflows cannot run.');
+    const bad = (payload: object) => {
+      reply.status(400);
+      return payload;
+    };
+    let request;
+    try {
+      request = parsePromptBody(body);
+    } catch (err) {
+      if (err instanceof BadBody) return bad(engineErrorBody(err.type, err.message, err.details));
+      throw err;
+    }
+    if (workflowFormat(request.prompt) !== 'api') {
+      const ui = workflowFormat(request.prompt) === 'ui';
+      return bad(engineErrorBody('invalid_prompt', ui ? 'The prompt is in the editor (UI) format; export it in API format.' : 'The prompt must be an object in API format.', ''));
+    }
+    const defs = await this.submissions.definitions();
+    const workflow = await this.files.resolveWorkflow(account.id, request.prompt, defs);
+    // File inputs list only the caller's own files: another account's name fails like an unknown one.
+    const outcome = validateWorkflow(workflow, this.files.accountDefinitions(defs, await this.files.uploadedNames(account.id)));
+    if (!outcome.ok) return bad(toEngineErrorBody(outcome));
+    let job: Job;
+    try {
+      ({ job } = await this.submissions.submit(account, {
+        workflow,
+        extraData: request.extraData,
+        source: 'v1',
+        clientId: request.clientId,
+        jobId: request.promptId,
+      }));
+    } catch (err) {
+      if (err instanceof WorkflowRejected) return bad(toEngineErrorBody(err.outcome));
+      if (err instanceof ApiError && (err.status === 400 || err.status === 422)) return bad(engineErrorBody('invalid_prompt', err.message, ''));
+      throw err;
+    }
+    return { prompt_id: job.id, number: Number(job.number), node_errors: {} };
+  }
+
+  @Get('prompt')
+  async queueInfo(@CurrentAccount() account: Account) {
+    const remaining = await this.db.job.count({ where: { accountId: account.id, status: { in: [...IN_FLIGHT] } } });
+    return { exec_info: { queue_remaining: remaining } };
+  }
+
+  @Get('job/:id/status')
+  async status(@CurrentAccount() account: Account, @Param('id') id: string) {
+    const job = isUuid(id) ? await this.db.job.findFirst({ where: { id: id.toLowerCase(), accountId: account.id }, select: { status: true, error: true } }) : null;
+    if (!job) throw ApiError.notFound('job');
+    return { status: v1Status(job) };
+  }
+
+  @Get('queue')
+  async queue(@CurrentAccount() account: Account) {
+    const jobs = await this.db.job.findMany({ where: { accountId: account.id, status: { in: [...IN_FLIGHT] } }, orderBy: [{ number: 'asc' }] });
+    return {
+      queue_running: await this.views.queueTuples(jobs.filter((j) => j.status !== 'queued')),
+      queue_pending: await this.views.queueTuples(jobs.filter((j) => j.status === 'queued')),
+    };
+  }
+
+  /** `{delete: [prompt_id, ...]}` cancels those jobs (waiting or running); `{clear: true}` every waiting one. */
+  @Post('queue')
+  @HttpCode(200)
+  async manageQueue(@CurrentAccount() account: Account, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
+    let body: Record<string, unknown>;
+    try {
+      body = parseJsonObject(raw);
+      if (body.delete !== undefined && (!Array.isArray(body.delete) || body.delete.some((id) => typeof id !== 'string'))) {
+        throw new BadBody('invalid_request', 'delete must be a list of prompt ids', 'delete');
+      }
+    } catch (err) {
+      if (err instanceof BadBody) return reply.status(400).send(engineErrorBody(err.type, err.message, err.details));
+      throw err;
+    }
+    const ids = ((body.delete as string[] | undefined) ?? []).filter(isUuid).map((id) => id.toLowerCase());
+    const targets: Job[] = [];
+    if (ids.length > 0) targets.push(...(await this.db.job.findMany({ where: { id: { in: ids.slice(0, 1000) }, accountId: account.id, status: { in: ['queued', 'running'] } } })));
+    if (body.clear === true) targets.push(...(await this.db.job.findMany({ where: { accountId: account.id, status: 'queued' } })));
+    for (const job of targets) await this.control.cancel(job);
+    return reply.status(200).send();
+  }
+
+  /** Interrupts the caller's running job named by `prompt_id`, or all of its running jobs. */
+  @Post('interrupt')
+  @HttpCode(200)
+  async interrupt(@CurrentAccount() account: Account, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
+    let body: Record<string, unknown>;
+    try {
+      body = parseJsonObject(raw);
+    } catch (err) {
+      if (err instanceof BadBody) return reply.status(400).send(engineErrorBody(err.type, err.message, err.details));
+      throw err;
+    }
+    const promptId = typeof body.prompt_id === 'string' && isUuid(body.prompt_id) ? body.prompt_id.toLowerCase() : null;
+    if (body.prompt_id !== undefined && body.prompt_id !== null && !promptId) return reply.status(200).send();
+    const running = await this.db.job.findMany({ where: { accountId: account.id, status: 'running', ...(promptId ? { id: promptId } : {}) } });
+    for (const job of running) await this.control.cancel(job);
+    return reply.status(200).send();
+  }
+
+  @Get('history')
+  async history(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>) {
+    const take = intParam(query.max_items, 200, HISTORY_MAX);
+    const skip = intParam(query.offset, 0, 1_000_000);
+    const jobs = await this.db.job.findMany({
+      where: { accountId: account.id, status: { in: [...FINISHED] }, OR: [{ startedAt: { not: null } }, { status: { in: ['failed', 'expired'] } }] },
+      orderBy: [{ number: 'desc' }],
+      take,
+      skip,
+      include: HISTORY_INCLUDE,
+    });
+    // The engine lists history oldest first.
+    return this.views.history(jobs.reverse());
+  }
+
+  /** A finished job of the caller, or `{}` as the engine answers for an unknown prompt. */
+  @Get('history/:id')
+  async historyOf(@CurrentAccount() account: Account, @Param('id') id: string) {
+    if (!isUuid(id)) return {};
+    const job = await this.db.job.findFirst({ where: { id: id.toLowerCase(), accountId: account.id, status: { in: [...FINISHED] } }, include: HISTORY_INCLUDE });
+    if (!job || (job.status === 'canceled' && !job.startedAt)) return {};
+    return this.views.history([job]);
+  }
+}

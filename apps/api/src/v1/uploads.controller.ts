@@ -1,0 +1,103 @@
+import { Readable } from 'node:stream';
+import { Controller, HttpCode, Inject, Post, Req, UseGuards } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { guessContentType } from '#libs/assets';
+import type { Config } from '#libs/config';
+import { ApiError } from '#libs/contracts';
+import type { Account } from '#libs/db';
+import type { BlobStore } from '#libs/storage';
+import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
+import { BLOB_STORE, CONFIG } from '../core/tokens.js';
+import { RateLimitGuard } from '../limits/index.js';
+import { AssetsService } from '../v2/assets/assets.service.js';
+import { lastField, readMultipartUpload } from '../v2/assets/multipart-upload.js';
+import { uploadExtension } from './files/file-names.js';
+import { V1Files } from './files/v1-files.service.js';
+import { applyMaskAlpha, ImageDecodeError } from './images/mask.js';
+
+const FOLDER_TYPES = new Set(['input', 'temp', 'output']);
+
+function folderType(value: string | undefined): string {
+  return value && FOLDER_TYPES.has(value) ? value : 'input';
+}
+
+async function readAll(stream: Readable, limit: number): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const c of stream) {
+    const chunk = Buffer.from(c as Buffer);
+    size += chunk.length;
+    if (size > limit) {
+      stream.destroy();
+      throw new ApiError('payload_too_large', `The original image is larger than ${limit} bytes.`);
+    }
+    parts.push(chunk);
+  }
+  return Buffer.concat(parts);
+}
+
+/**
+ * Uploads into the content-addressed store. The name returned is the hash of the bytes plus an
+ * extension, the same for the same bytes; `subfolder` and `overwrite` are accepted and ignored.
+ */
+@Controller('api/upload')
+@UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
+export class V1UploadsController {
+  constructor(
+    private readonly assets: AssetsService,
+    private readonly files: V1Files,
+    @Inject(BLOB_STORE) private readonly store: BlobStore,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  @Post('image')
+  @HttpCode(200)
+  async image(@CurrentAccount() account: Account, @Req() request: FastifyRequest) {
+    const upload = await readMultipartUpload(request, 'image', (stream) => this.assets.storeBytes(stream));
+    const extension = uploadExtension(upload.fileName, upload.mimeType);
+    const contentType = upload.mimeType && upload.mimeType !== 'application/octet-stream' ? upload.mimeType : guessContentType(`x${extension}`);
+    const { name } = await this.files.recordUpload(account.id, upload.stored, extension, contentType);
+    return { name, subfolder: '', type: folderType(lastField(upload.fields, 'type')) };
+  }
+
+  /** The engine's mask upload: the referenced original takes the mask's alpha channel. */
+  @Post('mask')
+  @HttpCode(200)
+  async mask(@CurrentAccount() account: Account, @Req() request: FastifyRequest) {
+    const limit = this.config.maxUploadBytes;
+    // The mask is decoded in memory anyway, so it is read whole (the multipart limit bounds it).
+    let maskBytes: Buffer | null = null;
+    const upload = await readMultipartUpload(request, 'image', async (stream) => {
+      maskBytes = await readAll(stream, limit);
+      return { hash: '', sizeBytes: maskBytes.length, storageKey: '', created: false };
+    });
+    const refText = lastField(upload.fields, 'original_ref');
+    let ref: { filename?: unknown; subfolder?: unknown; type?: unknown };
+    try {
+      ref = JSON.parse(refText ?? '') as typeof ref;
+    } catch {
+      throw ApiError.invalid('original_ref must be JSON {filename, subfolder, type} naming the original image.');
+    }
+    if (typeof ref !== 'object' || ref === null || typeof ref.filename !== 'string' || ref.filename === '') {
+      throw ApiError.invalid('original_ref must name the original image: {filename, subfolder, type}.');
+    }
+    const original = await this.files.findByReference(account.id, {
+      filename: ref.filename,
+      subfolder: typeof ref.subfolder === 'string' ? ref.subfolder : '',
+      type: typeof ref.type === 'string' ? ref.type : 'input',
+    });
+    if (!original) throw new ApiError('not_found', 'The original image was not found.');
+    if (Number(original.asset.blob.sizeBytes) > limit) throw new ApiError('payload_too_large', 'The original image is too large to edit.');
+    const originalBytes = await readAll(await this.store.read(original.asset.blobHash), limit);
+    let composed: Buffer;
+    try {
+      composed = applyMaskAlpha(originalBytes, maskBytes!);
+    } catch (err) {
+      if (err instanceof ImageDecodeError) throw ApiError.invalid(`Cannot apply the mask: ${err.message}.`);
+      throw err;
+    }
+    const stored = await this.assets.storeBytes(Readable.from([composed]));
+    const { name } = await this.files.recordUpload(account.id, stored, '.png', 'image/png');
+    return { name, subfolder: '', type: folderType(lastField(upload.fields, 'type')) };
+  }
+}

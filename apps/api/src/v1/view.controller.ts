@@ -1,0 +1,49 @@
+import { Controller, Get, Inject, Query, Req, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '#libs/config';
+import { ApiError } from '#libs/contracts';
+import type { Account } from '#libs/db';
+import type { BlobStore } from '#libs/storage';
+import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
+import { BLOB_STORE, CONFIG } from '../core/tokens.js';
+import { requestOrigin } from '../http/request-origin.js';
+import { sendBlob } from '../http/send-blob.js';
+import { RateLimitGuard } from '../limits/index.js';
+import { V1Files } from './files/v1-files.service.js';
+
+function text(value: unknown, max = 1024): string {
+  return typeof value === 'string' && value.length <= max ? value : '';
+}
+
+/**
+ * `GET /api/view`: a redirect to a signed URL of the caller's file. The client must not follow it
+ * with its API key; the signed URL is its own authorization and the response carries no credential.
+ */
+@Controller('api')
+@UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
+export class V1ViewController {
+  constructor(
+    private readonly files: V1Files,
+    @Inject(BLOB_STORE) private readonly store: BlobStore,
+    @Inject(CONFIG) private readonly config: Config,
+  ) {}
+
+  @Get('view')
+  async view(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
+    const filename = text(query.filename);
+    if (!filename) throw ApiError.invalid('filename is required.');
+    const found = await this.files.findByReference(account.id, { filename, subfolder: text(query.subfolder), type: text(query.type, 16) || 'output' });
+    if (!found) throw ApiError.notFound('file');
+    const { asset, name } = found;
+    if (this.config.surface === 'self-hosted') {
+      return sendBlob(request, reply, this.store, { hash: asset.blobHash, fileName: name, contentType: asset.contentType });
+    }
+    const signed = await this.store.signedUrl(asset.blobHash, {
+      fileName: name,
+      contentType: asset.contentType,
+      expiresInSeconds: this.config.signedUrlTtlSeconds,
+      origin: requestOrigin(request, this.config),
+    });
+    return reply.status(302).header('location', signed.url).header('cache-control', 'no-store').send();
+  }
+}

@@ -1,0 +1,188 @@
+import type { Job } from '#libs/db';
+import { encodePreviewImageFrame, encodePreviewImageWithMetadataFrame, mimeToImageFormat, type PreviewMetadata } from '#libs/engine-protocol';
+import type { AccountMessage, PublishedJobEvent } from '#libs/jobs';
+import type { EventFanout } from '../../jobs/event-fanout.js';
+import { cloudExceptionType } from '../jobs/v1-status.js';
+import type { ClientSocket } from './client-socket.js';
+
+export interface FeedDeps {
+  fanout: EventFanout;
+  /** The account's jobs waiting or running, the engine's `queue_remaining`. */
+  queueRemaining(accountId: string, excluding?: string): Promise<number>;
+  job(jobId: string): Promise<Pick<Job, 'status' | 'error' | 'startedAt' | 'attempts'> | null>;
+}
+
+const TERMINAL_MESSAGES = new Set(['execution_success', 'execution_error', 'execution_interrupted']);
+const TERMINAL_STATUSES = new Set(['succeeded', 'failed', 'canceled', 'expired']);
+/** Work items waiting in one account's feed; past this, previews are dropped rather than queued. */
+const MAX_BACKLOG = 2_000;
+const REMEMBERED_PROMPTS = 1_000;
+
+/** A bounded set of recent prompt ids. */
+class RecentIds {
+  private readonly ids = new Set<string>();
+  add(id: string): void {
+    this.ids.delete(id);
+    this.ids.add(id);
+    if (this.ids.size > REMEMBERED_PROMPTS) this.ids.delete(this.ids.values().next().value!);
+  }
+  has(id: string): boolean {
+    return this.ids.has(id);
+  }
+}
+
+/**
+ * Everything one account's sockets on this replica receive, in one ordered stream: the engine
+ * messages workers forward (through Redis, from any worker), plus what the engine would send and
+ * the worker cannot: `status` queue counts as the account's jobs come and go, the closing
+ * `executing {node: null}` after a prompt ends, and an `execution_error` (or
+ * `execution_interrupted`) for jobs that ended without the engine saying so, e.g. an input that
+ * could not be staged. Work runs one item at a time so synthesized messages keep their place.
+ */
+export class AccountFeed {
+  readonly sockets = new Set<ClientSocket>();
+  /** Sockets accepted whose greeting has not been sent yet. */
+  joining = 0;
+  private chain: Promise<void> = Promise.resolve();
+  private backlog = 0;
+  private readonly started = new RecentIds();
+  private readonly ended = new RecentIds();
+  private readonly unsubscribe: Array<() => void>;
+
+  constructor(
+    readonly accountId: string,
+    private readonly deps: FeedDeps,
+  ) {
+    this.unsubscribe = [
+      deps.fanout.onAccount(accountId, (m) => {
+        if (m.preview && this.backlog > MAX_BACKLOG / 2) return;
+        this.enqueue(() => this.onEngineMessage(m));
+      }),
+      deps.fanout.onAccountJobs(accountId, (e) => {
+        if (e.event === 'status') this.enqueue(() => this.onJobStatus(e));
+      }),
+    ];
+  }
+
+  /** Runs after everything already queued for this account; only `essential` steps pass a full backlog. */
+  enqueue(step: () => Promise<void> | void, essential = false): void {
+    if (this.backlog >= MAX_BACKLOG && !essential) return;
+    this.backlog++;
+    this.chain = this.chain
+      .then(step)
+      .catch(() => undefined)
+      .finally(() => this.backlog--);
+  }
+
+  close(): void {
+    for (const stop of this.unsubscribe) stop();
+  }
+
+  private broadcast(type: string, data: unknown): void {
+    const text = JSON.stringify({ type, data });
+    for (const s of this.sockets) s.sendText(text);
+  }
+
+  async sendStatus(excluding?: string): Promise<void> {
+    const remaining = await this.deps.queueRemaining(this.accountId, excluding);
+    this.broadcast('status', { status: { exec_info: { queue_remaining: remaining } } });
+  }
+
+  private async onEngineMessage(m: AccountMessage): Promise<void> {
+    if (m.preview) return this.onPreview(m.preview);
+    if (!m.text) return;
+    let message: { type?: unknown; data?: Record<string, unknown> };
+    try {
+      message = JSON.parse(m.text) as typeof message;
+    } catch {
+      return;
+    }
+    if (typeof message.type !== 'string' || typeof message.data !== 'object' || message.data === null) return;
+    const data = message.data;
+    const promptId = typeof data.prompt_id === 'string' ? data.prompt_id : null;
+    if (message.type === 'execution_start' && promptId) this.started.add(promptId);
+    let text = m.text;
+    if (message.type === 'execution_error') {
+      text = JSON.stringify({ type: message.type, data: { ...data, exception_type: cloudExceptionType(null, String(data.exception_type ?? ''), data.node_type as string | null) } });
+    }
+    for (const s of this.sockets) s.sendText(text);
+    if (TERMINAL_MESSAGES.has(message.type) && promptId) await this.closePrompt(promptId);
+  }
+
+  /** What the engine sends after a prompt ends: the queue count, then `executing` with no node. */
+  private async closePrompt(promptId: string): Promise<void> {
+    this.ended.add(promptId);
+    await this.sendStatus(promptId);
+    this.broadcast('executing', { node: null, prompt_id: promptId });
+  }
+
+  private onPreview(preview: NonNullable<AccountMessage['preview']>): void {
+    const image = Buffer.from(preview.base64, 'base64');
+    const mime = preview.imageType === 'png' ? 'image/png' : 'image/jpeg';
+    const meta = preview.metadata;
+    let legacy: Buffer | null = null;
+    let withMetadata: Buffer | null = null;
+    for (const s of this.sockets) {
+      if (s.supportsPreviewMetadata) {
+        withMetadata ??= encodePreviewImageWithMetadataFrame(image, {
+          node_id: String(meta.node_id ?? ''),
+          prompt_id: String(meta.prompt_id ?? ''),
+          display_node_id: String(meta.display_node_id ?? meta.node_id ?? ''),
+          parent_node_id: (meta.parent_node_id as string | null | undefined) ?? null,
+          real_node_id: String(meta.real_node_id ?? meta.node_id ?? ''),
+          image_type: mime,
+        } satisfies PreviewMetadata);
+        s.sendPreview(withMetadata);
+      } else {
+        legacy ??= encodePreviewImageFrame(image, mimeToImageFormat(mime));
+        s.sendPreview(legacy);
+      }
+    }
+  }
+
+  private async onJobStatus(e: PublishedJobEvent): Promise<void> {
+    let status: string;
+    try {
+      status = String((JSON.parse(e.data) as { status?: unknown }).status);
+    } catch {
+      return;
+    }
+    if (status === 'queued' || status === 'running') {
+      if (status === 'queued') {
+        const job = await this.deps.job(e.jobId);
+        if (job && job.attempts > 0) {
+          this.broadcast('notification', { value: 'The machine running your job went away; it is queued again and will restart shortly.', prompt_id: e.jobId });
+        }
+      }
+      return this.sendStatus();
+    }
+    if (!TERMINAL_STATUSES.has(status)) return;
+    if (this.ended.has(e.jobId)) return;
+    const job = await this.deps.job(e.jobId);
+    const timestamp = Date.now();
+    if ((status === 'failed' || status === 'expired') && job) {
+      const error = (job.error ?? {}) as { message?: string; node_id?: string | null; class_type?: string | null; traceback?: string | null };
+      const message = error.message ?? (status === 'expired' ? 'The job did not finish in time.' : 'The job failed.');
+      this.broadcast('execution_error', {
+        prompt_id: e.jobId,
+        timestamp,
+        node_id: error.node_id ?? null,
+        node_type: error.class_type ?? null,
+        executed: [],
+        exception_message: message,
+        exception_type: cloudExceptionType(job.error),
+        traceback: error.traceback ? [error.traceback] : [],
+        current_inputs: {},
+        current_outputs: {},
+      });
+      this.broadcast('notification', { value: message, prompt_id: e.jobId });
+      return this.closePrompt(e.jobId);
+    }
+    if (status === 'canceled' && this.started.has(e.jobId)) {
+      this.broadcast('execution_interrupted', { prompt_id: e.jobId, timestamp, node_id: null, node_type: null, executed: [] });
+      return this.closePrompt(e.jobId);
+    }
+    this.ended.add(e.jobId);
+    return this.sendStatus(e.jobId);
+  }
+}

@@ -1,0 +1,170 @@
+// Router benchmark: the latency the router adds over calling a partner directly.
+//
+//   npx tsc -p tsconfig.build.json && node bench/router.mjs
+//
+// Starts a fake synchronous partner (answers after BENCH_PROVIDER_DELAY_MS, default 50 ms, like a
+// fast model), a fresh database, and the built API (dist/apps/api/src/main.js) pointed at the
+// partner. Then, at 1 and at 64 concurrent callers, sends the same call to the partner directly
+// and through the router (POST /v1/models/acme/flux-schnell) and prints p50/p99 of both and the
+// difference. Needs PostgreSQL and Redis (DATABASE_ADMIN_URL, REDIS_URL; local defaults).
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const { applyMigrations, createPrismaClient, dropDatabase, ensureDatabase } = await import(path.join(ROOT, 'dist/libs/db/index.js'));
+const { mintRouterToken } = await import(path.join(ROOT, 'dist/libs/auth/index.js'));
+
+const DELAY_MS = Number(process.env.BENCH_PROVIDER_DELAY_MS ?? 50);
+const REQUESTS_SERIAL = Number(process.env.BENCH_REQUESTS_SERIAL ?? 400);
+const REQUESTS_PARALLEL = Number(process.env.BENCH_REQUESTS_PARALLEL ?? 6400);
+const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const SECRET = 'bench-router-secret-0123456789';
+const name = `router_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
+const dbUrl = (() => {
+  const u = new URL(ADMIN_URL);
+  u.pathname = `/${name}`;
+  return u.toString();
+})();
+
+// The fake partner: a fixed JSON result after DELAY_MS.
+const RESULT = JSON.stringify({ images: [{ url: 'https://cdn.acme.example/bench.png', width: 1024, height: 1024 }], seed: 7 });
+const partner = http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () =>
+    setTimeout(() => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(RESULT) });
+      res.end(RESULT);
+    }, DELAY_MS),
+  );
+});
+partner.keepAliveTimeout = 60_000;
+await new Promise((resolve) => partner.listen(0, '127.0.0.1', resolve));
+const partnerUrl = `http://127.0.0.1:${partner.address().port}`;
+
+await ensureDatabase(dbUrl);
+await applyMigrations(dbUrl);
+const db = createPrismaClient(dbUrl, 2);
+const account = await db.account.create({
+  data: {
+    name: 'bench',
+    creditBalance: 10n ** 12n,
+    routerEnabled: true,
+    routerMaxConcurrent: 10_000,
+    routerSpendCapCents: 1_000_000_000,
+    routerWindowCalls: 1_000_000_000,
+    routerWindowSeconds: 60,
+  },
+});
+const token = await mintRouterToken(SECRET, account.id);
+
+// BENCH_API_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the API under load.
+const apiArgs = (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const api = spawn(process.execPath, [...apiArgs, path.join(ROOT, 'dist/apps/api/src/main.js')], {
+  cwd: ROOT,
+  env: {
+    PATH: process.env.PATH,
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    SIGNING_SECRET: 'bench-signing-secret-0123456789',
+    DATABASE_URL: dbUrl,
+    REDIS_URL,
+    REDIS_PREFIX: name,
+    API_HOST: '127.0.0.1',
+    API_PORT: '0',
+    STORAGE_DIR: `/tmp/${name}`,
+    ROUTER_JWT_SECRET: SECRET,
+    ROUTER_UPSTREAM_BASE_URLS: `acme=${partnerUrl}`,
+  },
+  stdio: ['ignore', 'pipe', 'pipe'],
+});
+const apiPort = await new Promise((resolve, reject) => {
+  const timer = setTimeout(() => reject(new Error('the API did not start')), 30_000);
+  const onLine = (line) => {
+    if (!line.startsWith('{')) return process.stderr.write(`api: ${line}\n`);
+    try {
+      const msg = JSON.parse(line);
+      if (msg.msg === 'listening') {
+        clearTimeout(timer);
+        resolve(msg.port);
+      }
+    } catch {
+      // not JSON
+    }
+  };
+  createInterface({ input: api.stdout }).on('line', onLine);
+  createInterface({ input: api.stderr }).on('line', onLine);
+  api.once('exit', (code) => reject(new Error(`the API exited with ${code}`)));
+});
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+const BODY = Buffer.from(JSON.stringify({ prompt: 'a lighthouse at dusk', num_inference_steps: 4, seed: 7 }));
+
+function once(port, pathName, headers) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const req = http.request({ host: '127.0.0.1', port, path: pathName, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': BODY.length, ...headers } }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`HTTP ${res.statusCode} from ${pathName}`))));
+    });
+    req.on('error', reject);
+    req.end(BODY);
+  });
+}
+
+const direct = () => once(Number(new URL(partnerUrl).port), '/v1/run/flux-schnell', {});
+const routed = () => once(apiPort, '/v1/models/acme/flux-schnell', { authorization: `Bearer ${token}` });
+
+async function run(target, concurrency, total) {
+  const samples = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        next++;
+        samples.push(await target());
+      }
+    }),
+  );
+  return samples.sort((a, b) => a - b);
+}
+
+const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const ms = (v) => v.toFixed(2).padStart(8);
+
+// Warm both paths (connections, JIT, caches) before measuring.
+await run(direct, 64, 640);
+await run(routed, 64, 640);
+
+const rows = [];
+for (const [concurrency, total] of [
+  [1, REQUESTS_SERIAL],
+  [64, REQUESTS_PARALLEL],
+]) {
+  const d = await run(direct, concurrency, total);
+  const r = await run(routed, concurrency, total);
+  rows.push({ concurrency, total, d, r });
+}
+
+console.log(`\nRouter added latency (partner answers after ${DELAY_MS} ms; times in ms)\n`);
+console.log('callers  requests  direct p50  direct p99  router p50  router p99  added p50  added p99');
+for (const { concurrency, total, d, r } of rows) {
+  const addedP50 = pct(r, 50) - pct(d, 50);
+  const addedP99 = pct(r, 99) - pct(d, 99);
+  console.log(
+    `${String(concurrency).padStart(7)}  ${String(total).padStart(8)}  ${ms(pct(d, 50))}    ${ms(pct(d, 99))}    ${ms(pct(r, 50))}    ${ms(pct(r, 99))}   ${ms(addedP50)}   ${ms(addedP99)}`,
+  );
+}
+console.log('\ntargets: added p50 < 2 ms, added p99 < 10 ms');
+
+agent.destroy();
+api.kill('SIGTERM');
+await new Promise((resolve) => api.once('exit', resolve));
+partner.close();
+await db.$disconnect();
+await dropDatabase(dbUrl);
+process.exit(0);

@@ -1,0 +1,307 @@
+import net from 'node:net';
+import { jest } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { call } from '../support/http.js';
+import { TEST_REDIS_URL } from '../support/env.js';
+import { NOVA_VALIDATION_BODY, TTS_BYTES } from './fake-partners.js';
+import { RouterWorld, eventually, expectRequestId, expectRouterError, expectValidation, tinySchemaDocument, type Workspace } from './router-world.js';
+
+jest.setTimeout(60_000);
+
+// Router deadline 1.5 s. Provider deadlines: acme/sdxl-turbo 400 ms, every other model 5 s.
+const DEADLINE_MS = 1_500;
+
+describe('router calls', () => {
+  const world = new RouterWorld();
+  let ws: Workspace;
+
+  beforeAll(async () => {
+    await world.open({ ROUTER_DEADLINE_MS: String(DEADLINE_MS) }, (models) => models.map((m) => (m.id === 'acme/sdxl-turbo' ? { ...m, timeout_ms: 400 } : m)));
+    ws = await world.workspace();
+  });
+  afterAll(() => world.close());
+
+  const record = (id: string, settled = true) =>
+    eventually(async () => {
+      const row = await world.stack.db.routerCall.findUnique({ where: { id } });
+      return row && (!settled || row.outcome !== null) ? row : null;
+    });
+
+  describe('pass the native JSON through unchanged', () => {
+    it('synchronous JSON: the body reaches the partner byte for byte and the result comes back byte for byte', async () => {
+      const text = '{"prompt":"a lighthouse at dusk, \\u00e9t\\u00e9 ✨",  "seed": 10.0 ,"width":1024}';
+      const before = (await world.stack.db.account.findUniqueOrThrow({ where: { id: ws.id } })).creditBalance;
+      const reply = await world.post(ws.token, 'acme/flux-schnell', text);
+      expect(reply.status).toBe(200);
+      expect(reply.headers.get('x-service-error-type')).toBeNull();
+      expect(reply.headers.get('x-content-type-options')).toBe('nosniff');
+      const id = expectRequestId(reply);
+      const received = world.partners.acme.posts('/v1/run/flux-schnell').at(-1)!;
+      expect(received.body).toBe(text);
+      expect(reply.text).toMatch(/^\{"images":\[\{"url":"https:\/\/cdn\.acme\.example\/[0-9a-f-]+\.png","width":1024,"height":1024\}\],"timings":\{"inference":1\.50\},"received":/);
+      expect(reply.text.endsWith(`"received":${text}}`)).toBe(true);
+
+      const row = await record(id);
+      expect(row).toMatchObject({ accountId: ws.id, modelId: 'acme/flux-schnell', outcome: 'success', resultBucket: 'success', charged: true, costCents: 3, httpStatus: 200 });
+      expect(row.durationMs).toBeGreaterThanOrEqual(0);
+      const ledger = await world.stack.db.creditLedgerEntry.findMany({ where: { ref: id } });
+      expect(ledger.map((l) => [l.reason, l.amount])).toEqual([['router_call', -3n]]);
+      const after = (await world.stack.db.account.findUniqueOrThrow({ where: { id: ws.id } })).creditBalance;
+      expect(before - after).toBe(3n);
+    });
+
+    it("returns a partner's binary answer with its own media type", async () => {
+      const res = await fetch(`${world.api.url}/v1/models/acme/tts-mini`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ text: 'hello there', voice: 'ember' }),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('audio/mpeg');
+      expect(Buffer.from(await res.arrayBuffer()).equals(TTS_BYTES)).toBe(true);
+    });
+
+    it('submit-then-poll: holds the connection, polls, and returns the finished generation as the partner wrote it', async () => {
+      const reply = await world.post(ws.token, 'lumen/video-gen-2', { prompt: 'a slow pan over hills [[slow:200]]', duration_seconds: 5 });
+      expect(reply.status).toBe(200);
+      expect(reply.body.status).toBe('succeeded');
+      expect(reply.body.output.video_url).toBe(`https://cdn.lumen.example/${reply.body.id}.mp4`);
+      const polls = world.partners.lumen.received.filter((r) => r.method === 'GET' && r.path.endsWith(reply.body.id));
+      expect(polls.length).toBeGreaterThan(1);
+      const row = await record(expectRequestId(reply));
+      expect(row).toMatchObject({ outcome: 'success', charged: true, costCents: 40, providerHandle: reply.body.id });
+    });
+
+    it('validating partner: success passes through', async () => {
+      const reply = await world.post(ws.token, 'nova/image-edit', { image_url: 'https://img.example/cat.png', prompt: 'make it blue', strength: 0.5 });
+      expect(reply.status).toBe(200);
+      expect(reply.body.model).toBe('image-edit');
+    });
+  });
+
+  describe('invalid_input', () => {
+    it('checks the body against the model schema: 422 with loc, msg, type, ctx and input', async () => {
+      const posted = world.partners.acme.received.length;
+      const reply = await world.post(ws.token, 'acme/flux-schnell', { prompt: '', width: 100, num_inference_steps: 9, output_format: 'gif', extra: true });
+      const entries = expectValidation(reply, 'invalid_input');
+      const byType = Object.fromEntries(entries.map((e) => [`${e.loc.join('.')}:${e.type}`, e]));
+      expect(byType['body.prompt:string_too_short']).toEqual({ loc: ['body', 'prompt'], msg: expect.any(String), type: 'string_too_short', ctx: { min_length: 1 }, input: '' });
+      expect(byType['body.width:greater_than_equal']).toMatchObject({ ctx: { ge: 256 }, input: 100 });
+      expect(byType['body.num_inference_steps:less_than_equal']).toMatchObject({ ctx: { le: 8 }, input: 9 });
+      expect(byType['body.output_format:enum']).toMatchObject({ input: 'gif' });
+      expect(byType['body.extra:extra_forbidden']).toMatchObject({ input: true });
+      const missing = expectValidation(await world.post(ws.token, 'nova/image-edit', { prompt: 'x', image_url: 'not a url' }), 'invalid_input');
+      expect(missing).toEqual(expect.arrayContaining([expect.objectContaining({ loc: ['body', 'image_url'], type: 'value_error', ctx: { format: 'uri' } })]));
+      const required = expectValidation(await world.post(ws.token, 'nova/image-edit', {}), 'invalid_input');
+      expect(required.map((e) => `${e.loc.join('.')}:${e.type}`).sort()).toEqual(['body.image_url:missing', 'body.prompt:missing']);
+      const notObject = expectValidation(await world.post(ws.token, 'acme/flux-schnell', '[1,2]'), 'invalid_input');
+      expect(notObject[0]).toMatchObject({ loc: ['body'], type: 'dict_type', input: [1, 2] });
+      expect(world.partners.acme.received.length).toBe(posted);
+      const row = await record(expectRequestId(reply));
+      expect(row).toMatchObject({ outcome: 'invalid_input', charged: false, httpStatus: 422 });
+    });
+
+    it('refuses malformed bodies and keys with 400', async () => {
+      expectRouterError(await world.post(ws.token, 'acme/flux-schnell', '{"prompt": "x"'), 400, 'invalid_input');
+      expectRouterError(await world.post(ws.token, 'acme/flux-schnell', ''), 400, 'invalid_input');
+      const noBody = await call(`${world.api.url}/v1/models/acme/flux-schnell`, { method: 'POST', headers: { authorization: `Bearer ${ws.token}` } });
+      expectRouterError(noBody, 400, 'invalid_input');
+      const text = await call(`${world.api.url}/v1/models/acme/flux-schnell`, { method: 'POST', headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'text/plain' }, body: '{"prompt":"x"}' });
+      expectRouterError(text, 400, 'invalid_input');
+      const form = await call(`${world.api.url}/v1/models/acme/flux-schnell`, { method: 'POST', headers: { authorization: `Bearer ${ws.token}` }, body: new URLSearchParams({ prompt: 'x' }) });
+      expect(form.headers.get('x-service-error-type')).toBe('invalid_input');
+      expect(form.body.error_type).toBe('invalid_input');
+      expectRouterError(await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x' }, { 'idempotency-key': 'k'.repeat(256) }), 400, 'invalid_input');
+    });
+
+    it("passes a partner's own validation errors through unchanged, unknown types included", async () => {
+      const before = world.partners.nova.received.length;
+      const reply = await world.post(ws.token, 'nova/image-edit', { image_url: 'https://img.example/tiny.png', prompt: 'x [[invalid]]' });
+      expectValidation(reply, 'invalid_input');
+      expect(reply.text).toBe(NOVA_VALIDATION_BODY);
+      expect(reply.body.detail.map((d: { type: string }) => d.type)).toEqual(['image_too_small', 'unsupported_language_v9']);
+      expect(world.partners.nova.received.length).toBe(before + 1);
+      expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'invalid_input', charged: false });
+    });
+  });
+
+  describe('content_policy_violation', () => {
+    it('is a 422 whose only bucket is the header; charged as each model states', async () => {
+      const charged = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'forbidden [[refuse]]' });
+      expect(expectValidation(charged, 'content_policy_violation')[0]).toMatchObject({ loc: ['body'], type: 'content_policy_violation' });
+      expect(await record(expectRequestId(charged))).toMatchObject({ outcome: 'content_policy_violation', charged: true, costCents: 3 });
+
+      const free = await world.post(ws.token, 'acme/sdxl-turbo', { prompt: 'forbidden [[refuse]]' });
+      expectValidation(free, 'content_policy_violation');
+      expect(await record(expectRequestId(free))).toMatchObject({ outcome: 'content_policy_violation', charged: false });
+      const models = (await world.get(ws.token, '/v1/models?limit=100')).body.data;
+      expect(models.find((m: { id: string }) => m.id === 'acme/flux-schnell').billing.charges_on_policy_rejection).toBe('yes');
+      expect(models.find((m: { id: string }) => m.id === 'acme/sdxl-turbo').billing.charges_on_policy_rejection).toBe('no');
+      expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: expectRequestId(free) } })).toBe(0);
+    });
+
+    it('is recognised in every partner style', async () => {
+      const nova = await world.post(ws.token, 'nova/image-edit', { image_url: 'https://img.example/a.png', prompt: 'x [[refuse]]' });
+      expectValidation(nova, 'content_policy_violation');
+      expect(nova.text).toBe('{"detail":[{"loc":["body","prompt"],"msg":"The prompt violates the content policy","type":"content_policy_violation"}]}');
+      const lumen = await world.post(ws.token, 'lumen/video-gen-2', { prompt: 'x [[refuse]]' });
+      expect(expectValidation(lumen, 'content_policy_violation')[0]).toMatchObject({ type: 'moderation', msg: 'The prompt was flagged' });
+    });
+  });
+
+  describe('provider_error', () => {
+    it.each([
+      ['acme/flux-schnell', { prompt: 'x [[fail]]' }, /GPU worker crashed/],
+      ['acme/flux-schnell', { prompt: 'x [[garbage]]' }, /cannot interpret/],
+      ['acme/flux-schnell', { prompt: 'x [[empty]]' }, /empty/],
+      ['nova/image-edit', { image_url: 'https://img.example/a.png', prompt: 'x [[bad422]]' }, /cannot interpret/],
+      ['lumen/video-gen-2', { prompt: 'x [[fail]]' }, /render farm/],
+      ['lumen/video-gen-2', { prompt: 'x [[garbage]]' }, /cannot interpret/],
+      ['lumen/video-gen-2', { prompt: 'x [[weird]]' }, /cannot interpret/],
+    ])('%s %j answers 502 provider_error', async (model, body, detail) => {
+      const reply = await world.post(ws.token, model, body);
+      expectRouterError(reply, 502, 'provider_error');
+      expect(reply.body.detail).toMatch(detail);
+      expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'provider_error', charged: false, modelId: model });
+    });
+  });
+
+  describe('timeouts', () => {
+    it('provider_timeout: the provider missed its own deadline (or its gateway said so)', async () => {
+      const started = Date.now();
+      const slow = await world.post(ws.token, 'acme/sdxl-turbo', { prompt: 'x [[slow:1200]]' });
+      expectRouterError(slow, 504, 'provider_timeout');
+      expect(Date.now() - started).toBeLessThan(1_100);
+      expect(slow.headers.get('retry-after')).toBeNull();
+      expectRouterError(await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x [[gw504]]' }), 504, 'provider_timeout');
+      expect(await record(expectRequestId(slow))).toMatchObject({ outcome: 'provider_timeout', charged: false });
+    });
+
+    it('deadline_exceeded: the router stops holding the connection; a generation that completes later is still billed', async () => {
+      const started = Date.now();
+      const reply = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x [[slow:2500]]' });
+      const waited = Date.now() - started;
+      expectRouterError(reply, 504, 'deadline_exceeded');
+      expect(waited).toBeGreaterThanOrEqual(DEADLINE_MS - 50);
+      expect(waited).toBeLessThan(2_400);
+      expect(reply.headers.get('retry-after')).toBeNull(); // no key, no handle
+      const row = await record(expectRequestId(reply));
+      expect(row).toMatchObject({ outcome: 'deadline_exceeded', resultBucket: 'success', charged: true });
+      expect(row.durationMs).toBeGreaterThanOrEqual(2_400);
+    });
+  });
+
+  describe('service_unavailable', () => {
+    it('a provider that is overloaded or unreachable', async () => {
+      expectRouterError(await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x [[busy]]' }), 503, 'service_unavailable');
+      expectRouterError(await world.post(ws.token, 'lumen/video-gen-2', { prompt: 'x [[busy]]' }), 503, 'service_unavailable');
+      const api = await world.stack.startApi({ ROUTER_CATALOG_FILE: world.catalogFile, ROUTER_UPSTREAM_BASE_URLS: 'acme=http://127.0.0.1:9,lumen=http://127.0.0.1:9,nova=http://127.0.0.1:9' });
+      const reply = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x' }, {}, api);
+      expectRouterError(reply, 503, 'service_unavailable');
+      expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'service_unavailable', charged: false });
+      await api.stop();
+    });
+
+    it('Redis, which holds the limits, goes away', async () => {
+      // The API reaches Redis through a proxy the test can cut.
+      const sockets = new Set<net.Socket>();
+      const proxy = net.createServer((client) => {
+        const upstream = net.connect(6379, '127.0.0.1');
+        sockets.add(client).add(upstream);
+        client.pipe(upstream).pipe(client);
+        const drop = () => {
+          client.destroy();
+          upstream.destroy();
+        };
+        client.on('error', drop).on('close', drop);
+        upstream.on('error', drop).on('close', drop);
+      });
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+      const api = await world.startApi({ REDIS_URL: `redis://127.0.0.1:${(proxy.address() as net.AddressInfo).port}` });
+      // Its own workspace: a slot of a replica cut from Redis only ends with its lease.
+      const cut = await world.workspace();
+      expect((await world.post(cut.token, 'acme/flux-schnell', { prompt: 'x' }, {}, api)).status).toBe(200);
+      await new Promise<void>((resolve) => {
+        proxy.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      });
+      const reply = await world.post(cut.token, 'acme/flux-schnell', { prompt: 'x' }, {}, api);
+      expectRouterError(reply, 503, 'service_unavailable');
+      expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'service_unavailable' });
+      await api.stop();
+    });
+  });
+
+  it('insufficient_credits: 402 before anything is dispatched', async () => {
+    const poor = await world.workspace({}, 0n);
+    const before = world.partners.acme.received.length;
+    const reply = await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' });
+    expectRouterError(reply, 402, 'insufficient_credits');
+    expect(world.partners.acme.received.length).toBe(before);
+    expect(await record(expectRequestId(reply))).toMatchObject({ accountId: poor.id, outcome: 'insufficient_credits', charged: false });
+  });
+
+  it('model_not_found on a call, with suggestions, recorded', async () => {
+    const reply = await world.post(ws.token, 'nova/image-edits', { prompt: 'x' });
+    expectRouterError(reply, 404, 'model_not_found');
+    expect(reply.body.detail).toContain('nova/image-edit');
+    expect(await record(expectRequestId(reply))).toMatchObject({ modelId: 'nova/image-edits', outcome: 'model_not_found' });
+  });
+
+  it('unauthorized, not_enabled and forbidden on a call', async () => {
+    expectRouterError(await world.post('nope', 'acme/flux-schnell', { prompt: 'x' }), 401, 'unauthorized');
+    const off = await world.workspace({ routerEnabled: false });
+    expectRouterError(await world.post(off.token, 'acme/flux-schnell', { prompt: 'x' }), 403, 'not_enabled');
+    const narrow = await world.workspace({ routerEntitlements: ['lumen/*'] });
+    const reply = await world.post(narrow.token, 'acme/flux-schnell', { prompt: 'x' });
+    expectRouterError(reply, 403, 'forbidden');
+    expect(await record(expectRequestId(reply))).toMatchObject({ accountId: narrow.id, outcome: 'forbidden' });
+  });
+
+  it('client_disconnected: recorded, not delivered; the finished generation is billed', async () => {
+    const aborter = new AbortController();
+    const sent = world.post(ws.token, 'acme/flux-schnell', { prompt: 'walk away [[slow:600]]' }, {}, world.api, aborter.signal);
+    await eventually(async () => world.partners.acme.received.some((r) => r.body.includes('walk away')));
+    aborter.abort();
+    await expect(sent).rejects.toThrow();
+    const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: ws.id, outcome: 'client_disconnected' } }));
+    expect(row).toMatchObject({ modelId: 'acme/flux-schnell', resultBucket: 'success', charged: true });
+  });
+
+  it('internal_error: a failure inside the router is a 500 in the router shape, never a stack', async () => {
+    // A catalog row the router has no adapter for (as if written by a newer release).
+    const id = 'acme/legacy-model';
+    await world.stack.db.routerModel.create({
+      data: { id, provider: 'acme', model: 'legacy-model', adapterKind: 'carrier-pigeon', upstreamUrl: `${world.partners.acme.url}/v1/run/x`, inputSchema: {}, inputSchemaText: tinySchemaDocument(id), priceCents: 1, chargesOnPolicyRejection: 'no' },
+    });
+    const reply = await eventually(async () => {
+      const r = await world.post(ws.token, id, { prompt: 'x' });
+      return r.status === 404 ? null : r;
+    });
+    expectRouterError(reply, 500, 'internal_error');
+    expect(reply.text).not.toMatch(/at .*\.js/);
+    expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'internal_error', charged: false });
+  });
+
+  it('every response carries a fresh X-Service-Request-Id that names its usage record', async () => {
+    const replies = await Promise.all([1, 2, 3].map(() => world.post(ws.token, 'nova/whisper-large', { audio_url: 'https://audio.example/a.wav', language: 'en' })));
+    const ids = replies.map(expectRequestId);
+    expect(new Set(ids).size).toBe(3);
+    for (const id of ids) expect(await record(id)).toMatchObject({ accountId: ws.id, modelId: 'nova/whisper-large', outcome: 'success' });
+    // A client-supplied request id is not taken as the router's id.
+    const own = await world.post(ws.token, 'nova/whisper-large', { audio_url: 'https://audio.example/a.wav' }, { 'x-request-id': 'mine-123' });
+    expect(expectRequestId(own)).not.toBe('mine-123');
+  });
+
+  it('releases every slot whatever the ending', async () => {
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      const key = `${world.stack.redisPrefix}:router:{${ws.id}}:inflight`;
+      await eventually(async () => (await redis.zcard(key)) === 0, 8_000);
+      expect(await redis.zcard(key)).toBe(0);
+      expect(await redis.hlen(`${world.stack.redisPrefix}:router:{${ws.id}}:spend`)).toBe(0);
+    } finally {
+      redis.disconnect();
+    }
+  });
+});

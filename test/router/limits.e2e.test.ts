@@ -1,0 +1,234 @@
+import { jest } from '@jest/globals';
+import { Redis } from 'ioredis';
+import type { Reply } from '../support/http.js';
+import { TEST_REDIS_URL } from '../support/env.js';
+import type { RunningProcess } from '../support/processes.js';
+import { RouterWorld, eventually, expectRequestId, expectRouterError, type Workspace } from './router-world.js';
+
+jest.setTimeout(60_000);
+
+const PARALLEL = 50;
+
+describe('router limits, across two API replicas', () => {
+  const world = new RouterWorld();
+  let second: RunningProcess;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    await world.open();
+    second = await world.startApi();
+    redis = new Redis(TEST_REDIS_URL);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await world.close();
+  });
+
+  /** 50 calls at once, alternating between the two replicas. */
+  async function burst(ws: Workspace, prompt: string): Promise<Reply[]> {
+    world.partners.acme.resetStats();
+    return Promise.all(Array.from({ length: PARALLEL }, (_, i) => world.post(ws.token, 'acme/flux-schnell', { prompt: `${prompt} #${i}` }, {}, i % 2 ? second : world.api)));
+  }
+
+  it('never lets more calls be in flight than the concurrent-call limit', async () => {
+    const ws = await world.workspace({ routerMaxConcurrent: 5 });
+    const replies = await burst(ws, 'busy hands [[slow:400]]');
+    const ok = replies.filter((r) => r.status === 200);
+    const refused = replies.filter((r) => r.status === 429);
+    expect(ok.length + refused.length).toBe(PARALLEL);
+    expect(ok.length).toBeGreaterThanOrEqual(5);
+    expect(world.partners.acme.maxInFlight).toBeLessThanOrEqual(5);
+    expect(world.partners.acme.maxInFlight).toBeGreaterThanOrEqual(2);
+    for (const r of refused) {
+      expectRouterError(r, 429, 'concurrency_limit_exceeded');
+      expect(r.body.detail).toMatch(/concurrent calls/i);
+      expect(r.headers.get('x-committed-spend-limit')).toBeNull();
+      expect(r.headers.get('x-committed-spend-current')).toBeNull();
+    }
+    // The limit clears as soon as the caller's own calls finish.
+    expect((await world.post(ws.token, 'acme/flux-schnell', { prompt: 'after' })).status).toBe(200);
+    const rows = await eventually(async () => {
+      const n = await world.stack.db.routerCall.count({ where: { accountId: ws.id } });
+      return n === PARALLEL + 1 ? n : null;
+    });
+    expect(rows).toBe(PARALLEL + 1);
+    expect(await world.stack.db.routerCall.count({ where: { accountId: ws.id, outcome: 'concurrency_limit_exceeded' } })).toBe(refused.length);
+  });
+
+  it('never lets the committed spend of in-flight calls exceed the cap, and says so in headers', async () => {
+    // acme/flux-schnell costs 3 cents: with a 10-cent cap at most three calls are in flight.
+    const ws = await world.workspace({ routerMaxConcurrent: 1000, routerSpendCapCents: 10 });
+    const replies = await burst(ws, 'spendy [[slow:400]]');
+    const ok = replies.filter((r) => r.status === 200);
+    const refused = replies.filter((r) => r.status === 429);
+    expect(ok.length + refused.length).toBe(PARALLEL);
+    expect(ok.length).toBeGreaterThanOrEqual(3);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(world.partners.acme.maxInFlight).toBeLessThanOrEqual(3);
+    for (const r of refused) {
+      expectRouterError(r, 429, 'concurrency_limit_exceeded');
+      expect(r.body.detail).toMatch(/committed spend/i);
+      const limit = Number(r.headers.get('x-committed-spend-limit'));
+      const current = Number(r.headers.get('x-committed-spend-current'));
+      const remaining = Number(r.headers.get('x-committed-spend-remaining'));
+      expect(limit).toBe(10);
+      expect(current + 3).toBeGreaterThan(limit);
+      expect(current).toBeLessThanOrEqual(limit);
+      expect(remaining).toBe(Math.max(0, limit - current));
+    }
+    // A call that alone costs more than the cap is refused even with nothing in flight.
+    const tiny = await world.workspace({ routerSpendCapCents: 2 });
+    const alone = await world.post(tiny.token, 'acme/flux-schnell', { prompt: 'x' });
+    expectRouterError(alone, 429, 'concurrency_limit_exceeded');
+    expect([alone.headers.get('x-committed-spend-limit'), alone.headers.get('x-committed-spend-current'), alone.headers.get('x-committed-spend-remaining')]).toEqual(['2', '0', '2']);
+  });
+
+  it('rate_limited once the windowed allowance is used up; detail names the window', async () => {
+    const ws = await world.workspace({ routerWindowCalls: 5, routerWindowSeconds: 3600 });
+    const replies: Reply[] = [];
+    for (let i = 0; i < 8; i++) replies.push(await world.post(ws.token, 'acme/flux-schnell', { prompt: `w${i}` }, {}, i % 2 ? second : world.api));
+    expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+    for (const r of replies.slice(5)) {
+      expectRouterError(r, 429, 'rate_limited');
+      expect(r.body.detail).toMatch(/5 calls per 3600-second window/);
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+    // 50 parallel calls against a fresh allowance of 10: exactly 10 get through.
+    const burstWs = await world.workspace({ routerWindowCalls: 10, routerWindowSeconds: 3600 });
+    const statuses = (await burst(burstWs, 'windowed')).map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(40);
+  });
+
+  it("frees a crashed replica's slots when their lease expires", async () => {
+    const ws = await world.workspace({ routerMaxConcurrent: 1 });
+    const inflight = `${world.stack.redisPrefix}:router:{${ws.id}}:inflight`;
+    const spend = `${world.stack.redisPrefix}:router:{${ws.id}}:spend`;
+    const [seconds] = await redis.time();
+    // A slot whose lease is still running blocks the workspace...
+    await redis.zadd(inflight, (Number(seconds) + 60) * 1000, 'ghost-live');
+    await redis.hset(spend, 'ghost-live', 3);
+    expectRouterError(await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x' }), 429, 'concurrency_limit_exceeded');
+    // ...one whose lease ran out (its replica stopped renewing it) does not.
+    await redis.zadd(inflight, (Number(seconds) - 1) * 1000, 'ghost-live');
+    expect((await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x' })).status).toBe(200);
+    expect(await redis.zscore(inflight, 'ghost-live')).toBeNull();
+    expect(await redis.hget(spend, 'ghost-live')).toBeNull();
+  });
+});
+
+describe('router Idempotency-Key', () => {
+  const world = new RouterWorld();
+  let ws: Workspace;
+  let second: RunningProcess;
+
+  beforeAll(async () => {
+    // The router lets go at 600 ms; the partners' generations below take longer.
+    await world.open({ ROUTER_DEADLINE_MS: '600' });
+    second = await world.startApi({ ROUTER_DEADLINE_MS: '600' });
+    ws = await world.workspace();
+  });
+  afterAll(() => world.close());
+
+  const balance = async () => (await world.stack.db.account.findUniqueOrThrow({ where: { id: ws.id } })).creditBalance;
+
+  it('submit-then-poll: a retry after deadline_exceeded collects the accepted generation, dispatched exactly once', async () => {
+    const body = { prompt: 'a long video [[slow:2000]]', duration_seconds: 10 };
+    const key = 'video-001';
+    const before = await balance();
+    const first = await world.post(ws.token, 'lumen/video-gen-2', body, { 'idempotency-key': key });
+    expectRouterError(first, 504, 'deadline_exceeded');
+    const retryAfter = Number(first.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    const firstId = expectRequestId(first);
+
+    // On the other replica, which never saw the call: it follows the handle, still running.
+    const early = await world.post(ws.token, 'lumen/video-gen-2', body, { 'idempotency-key': key }, second);
+    expectRouterError(early, 504, 'deadline_exceeded');
+    expect(Number(early.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+
+    await new Promise((r) => setTimeout(r, retryAfter * 1000));
+    const retry = await world.post(ws.token, 'lumen/video-gen-2', body, { 'idempotency-key': key }, second);
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.body.status).toBe('succeeded');
+    expect(expectRequestId(retry)).not.toBe(firstId);
+
+    const again = await world.post(ws.token, 'lumen/video-gen-2', body, { 'idempotency-key': key });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.text).toBe(retry.text);
+
+    expect(world.partners.lumen.posts('/v2/models/video-gen-2/generations').filter((r) => r.body.includes('a long video'))).toHaveLength(1);
+    const original = await eventually(async () => {
+      const row = await world.stack.db.routerCall.findUnique({ where: { id: firstId } });
+      return row?.charged && row.outcome ? row : null;
+    });
+    expect(original).toMatchObject({ outcome: 'deadline_exceeded', resultBucket: 'success', providerHandle: retry.body.id, idempotencyKey: key });
+    expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: firstId } })).toBe(1);
+    expect(before - (await balance())).toBe(40n);
+    const replays = await eventually(async () => {
+      const rows = await world.stack.db.routerCall.findMany({ where: { replayOf: firstId } });
+      return rows.length === 3 ? rows : null;
+    });
+    expect(replays.every((r) => r.charged === false)).toBe(true);
+    expect(replays.map((r) => r.outcome).sort()).toEqual(['deadline_exceeded', 'success', 'success']);
+  });
+
+  it('synchronous partner: the retry waits on the same in-flight call; no Retry-After without a handle', async () => {
+    const body = { prompt: 'slow sync [[slow:1400]]' };
+    const first = await world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': 'sync-001' });
+    expectRouterError(first, 504, 'deadline_exceeded');
+    expect(first.headers.get('retry-after')).toBeNull();
+    let retry = await world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': 'sync-001' });
+    if (retry.status === 504) retry = await world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': 'sync-001' });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.text.endsWith(`"received":${JSON.stringify(body)}}`)).toBe(true);
+    expect(world.partners.acme.posts('/v1/run/flux-schnell').filter((r) => r.body.includes('slow sync'))).toHaveLength(1);
+  });
+
+  it('concurrent duplicates dispatch once and all get the same result', async () => {
+    const body = { prompt: 'twins [[slow:200]]' };
+    const replies = await Promise.all(Array.from({ length: 10 }, () => world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': 'dup-001' })));
+    expect(replies.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(new Set(replies.map((r) => r.text)).size).toBe(1);
+    expect(replies.filter((r) => r.headers.get('idempotent-replayed') === 'true')).toHaveLength(9);
+    expect(world.partners.acme.posts('/v1/run/flux-schnell').filter((r) => r.body.includes('twins'))).toHaveLength(1);
+  });
+
+  it('replays a completed result, refuses the key with another body, and frees it after a provider failure', async () => {
+    const done = await world.post(ws.token, 'nova/whisper-large', { audio_url: 'https://audio.example/a.wav' }, { 'idempotency-key': 'k-1' });
+    expect(done.status).toBe(200);
+    expect(done.headers.get('idempotent-replayed')).toBeNull();
+    const replay = await world.post(ws.token, 'nova/whisper-large', { audio_url: 'https://audio.example/a.wav' }, { 'idempotency-key': 'k-1' });
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.text).toBe(done.text);
+    expect(world.partners.nova.posts('/predict/whisper-large')).toHaveLength(1);
+
+    expectRouterError(await world.post(ws.token, 'nova/whisper-large', { audio_url: 'https://audio.example/b.wav' }, { 'idempotency-key': 'k-1' }), 400, 'invalid_input');
+    expectRouterError(await world.post(ws.token, 'nova/image-edit', { image_url: 'https://img.example/a.png', prompt: 'x' }, { 'idempotency-key': 'k-1' }), 400, 'invalid_input');
+
+    // A deterministic refusal is replayed as it was.
+    const refused = await world.post(ws.token, 'acme/sdxl-turbo', { prompt: 'no [[refuse]]' }, { 'idempotency-key': 'k-2' });
+    const refusedAgain = await world.post(ws.token, 'acme/sdxl-turbo', { prompt: 'no [[refuse]]' }, { 'idempotency-key': 'k-2' });
+    expect([refused.status, refusedAgain.status]).toEqual([422, 422]);
+    expect(refusedAgain.headers.get('x-service-error-type')).toBe('content_policy_violation');
+    expect(refusedAgain.headers.get('idempotent-replayed')).toBe('true');
+    expect(refusedAgain.text).toBe(refused.text);
+
+    // A provider failure frees the key: the retry dispatches anew.
+    expectRouterError(await world.post(ws.token, 'acme/sdxl-turbo', { prompt: 'flaky [[fail]]' }, { 'idempotency-key': 'k-3' }), 502, 'provider_error');
+    expectRouterError(await world.post(ws.token, 'acme/sdxl-turbo', { prompt: 'flaky [[fail]]' }, { 'idempotency-key': 'k-3' }), 502, 'provider_error');
+    expect(world.partners.acme.posts('/v1/run/sdxl-turbo').filter((r) => r.body.includes('flaky'))).toHaveLength(2);
+  });
+
+  it('keys are per workspace', async () => {
+    const other = await world.workspace();
+    const a = await world.post(ws.token, 'nova/whisper-large', { audio_url: 'https://audio.example/shared.wav' }, { 'idempotency-key': 'shared' });
+    const b = await world.post(other.token, 'nova/whisper-large', { audio_url: 'https://audio.example/shared.wav' }, { 'idempotency-key': 'shared' });
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(b.headers.get('idempotent-replayed')).toBeNull();
+    expect(world.partners.nova.posts('/predict/whisper-large').filter((r) => r.body.includes('shared.wav'))).toHaveLength(2);
+  });
+});

@@ -1,0 +1,266 @@
+import { Redis } from 'ioredis';
+import { ExtraDataVault, jobKeys } from '#libs/jobs';
+import { TEST_REDIS_URL, TEST_SIGNING_SECRET } from '../support/env.js';
+import { V1World, sleeper, testPng, type V1Socket } from './v1-world.js';
+
+const PARTNER_KEY = 'partner-secret-key-0123456789';
+
+describe('v1: queue control, execution errors, auth and bad bodies', () => {
+  const world = new V1World();
+  let a: { id: string; key: string };
+  let ws: V1Socket;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    await world.start();
+    a = await world.account();
+    ws = await world.socket(a.key);
+    redis = new Redis(TEST_REDIS_URL);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await world.close();
+  });
+
+  it('cancels a waiting prompt and a running one by queue delete; tuples carry no credentials', async () => {
+    const running = await world.prompt(a.key, sleeper(5000), { client_id: 'me', extra_data: { api_key_service_org: PARTNER_KEY } });
+    const waiting = await world.prompt(a.key, sleeper(100));
+    await ws.waitFor((m) => m.type === 'execution_start' && m.data.prompt_id === running);
+    // The partner key reaches the engine for this run (sealed in the job's vault entry, as the
+    // engine's own name), and is stored nowhere else.
+    const vault = new ExtraDataVault(redis, jobKeys(world.stack.redisPrefix), TEST_SIGNING_SECRET);
+    expect(await vault.get(running)).toEqual({ api_key_comfy_org: PARTNER_KEY });
+    const row = await world.stack.db.job.findUniqueOrThrow({ where: { id: running } });
+    expect(JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).not.toContain(PARTNER_KEY);
+
+    const queue = await world.get(a.key, '/api/queue');
+    expect(queue.text).not.toContain(PARTNER_KEY);
+    expect(queue.body.queue_running).toEqual([[expect.any(Number), running, sleeper(5000), { client_id: 'me' }, ['1']]]);
+    expect(queue.body.queue_pending).toEqual([[expect.any(Number), waiting, sleeper(100), {}, ['1']]]);
+    expect(queue.body.queue_pending[0][0]).toBeGreaterThan(queue.body.queue_running[0][0]);
+    expect((await world.get(a.key, '/api/prompt')).body).toEqual({ exec_info: { queue_remaining: 2 } });
+
+    const deleted = await world.post(a.key, '/api/queue', { delete: [waiting] });
+    expect(deleted.status).toBe(200);
+    expect(await world.waitStatus(a.key, waiting, ['cancelled'])).toBe('cancelled');
+    // The engine answers a deleted waiting prompt with a queue count only.
+    await ws.waitFor((m) => m.type === 'status' && m.data.status.exec_info.queue_remaining === 1);
+    expect(ws.texts(waiting)).toEqual([]);
+    expect((await world.get(a.key, `/api/history/${waiting}`)).body).toEqual({});
+
+    await world.post(a.key, '/api/queue', { delete: [running] });
+    await ws.ended(running, 5000);
+    const interrupted = ws.texts(running).find((m) => m.type === 'execution_interrupted');
+    expect(interrupted!.data).toMatchObject({ prompt_id: running, node_type: 'SimSleep' });
+    expect(await world.waitStatus(a.key, running, ['cancelled'])).toBe('cancelled');
+    const history = (await world.get(a.key, `/api/history/${running}`)).body[running];
+    expect(history.status.status_str).toBe('error');
+    expect(history.status.messages.map((m: [string]) => m[0])).toEqual(['execution_start', 'execution_cached', 'execution_interrupted']);
+    expect(JSON.stringify(history)).not.toContain(PARTNER_KEY);
+    // Gone with the run.
+    expect(await vault.get(running)).toBeNull();
+  });
+
+  it('interrupts the running prompt, and clears the waiting ones', async () => {
+    const first = await world.prompt(a.key, sleeper(5000));
+    await ws.waitFor((m) => m.type === 'execution_start' && m.data.prompt_id === first);
+    expect((await world.post(a.key, '/api/interrupt', '', null)).status).toBe(200);
+    await ws.ended(first, 5000);
+    expect(ws.texts(first).map((m) => m.type)).toContain('execution_interrupted');
+    expect(await world.waitStatus(a.key, first, ['cancelled'])).toBe('cancelled');
+
+    const running = await world.prompt(a.key, sleeper(5000));
+    const w1 = await world.prompt(a.key, sleeper(100));
+    const w2 = await world.prompt(a.key, sleeper(100));
+    await world.waitStatus(a.key, running, ['executing']);
+    expect((await world.post(a.key, '/api/queue', { clear: true })).status).toBe(200);
+    expect(await world.waitStatus(a.key, w1, ['cancelled'])).toBe('cancelled');
+    expect(await world.waitStatus(a.key, w2, ['cancelled'])).toBe('cancelled');
+    expect((await world.get(a.key, `/api/job/${running}/status`)).body.status).toBe('executing');
+    // An interrupt naming the prompt, as newer clients send.
+    expect((await world.post(a.key, '/api/interrupt', { prompt_id: running }, 'application/json')).status).toBe(200);
+    await ws.ended(running, 5000);
+    expect(await world.waitStatus(a.key, running, ['cancelled'])).toBe('cancelled');
+    expect((await world.get(a.key, '/api/queue')).body).toEqual({ queue_running: [], queue_pending: [] });
+  });
+
+  async function failWith(prompt: Record<string, unknown>): Promise<{ error: any; history: any; status: string }> {
+    const id = await world.prompt(a.key, prompt);
+    await ws.ended(id);
+    const error = ws.texts(id).find((m) => m.type === 'execution_error');
+    const status = await world.waitStatus(a.key, id, ['error', 'non_retryable_error']);
+    const history = (await world.get(a.key, `/api/history/${id}`)).body[id];
+    return { error: error?.data, history, status };
+  }
+
+  it('reports execution_error with the cloud exception types, on the socket and in history', async () => {
+    const raising = (type: string) => ({ '1': { class_type: 'SimFail', inputs: { exception_type: type, message: `raised ${type}` } } });
+    const cases: Array<[string, string]> = [
+      ['torch.OutOfMemoryError', 'OOMError'],
+      ['comfy.model_management.ModelDownloadError', 'ModelDownloadError'],
+      ['InsufficientFundsError', 'InsufficientFundsError'],
+      ['InactiveSubscriptionError', 'InactiveSubscriptionError'],
+      ['RuntimeError', 'RuntimeError'],
+    ];
+    for (const [engineType, cloudType] of cases) {
+      const { error, history, status } = await failWith(raising(engineType));
+      expect(error).toMatchObject({ node_id: '1', node_type: 'SimFail', exception_type: cloudType, exception_message: expect.stringContaining(`raised ${engineType}`) });
+      expect(Array.isArray(error.traceback)).toBe(true);
+      expect(status).toBe('error');
+      expect(history.status).toMatchObject({ status_str: 'error', completed: false });
+      const last = history.status.messages.at(-1);
+      expect(last[0]).toBe('execution_error');
+      expect(last[1]).toMatchObject({ exception_type: cloudType, node_id: '1', node_type: 'SimFail' });
+    }
+
+    // ImageDownloadError: an input image the engine cannot read.
+    const broken = await world.upload(a.key, new TextEncoder().encode('this is not an image'), 'broken.png');
+    const image = await failWith({ '1': { class_type: 'LoadImage', inputs: { image: broken.body.name } }, '2': { class_type: 'PreviewImage', inputs: { images: ['1', 0] } } });
+    expect(image.error).toMatchObject({ exception_type: 'ImageDownloadError', node_type: 'LoadImage' });
+    expect(image.history.status.messages.at(-1)[1].exception_type).toBe('ImageDownloadError');
+  });
+
+  it('reports ValidationError when the engine itself refuses a prompt the API accepted', async () => {
+    // An engine whose node set differs from the definitions the API validated against (a mixed
+    // fleet, an engine updated in between): the worker's submission is refused by the engine.
+    const keys = jobKeys(world.stack.redisPrefix);
+    const saved = await redis.get(keys.nodeDefinitions);
+    const savedVersion = await redis.get(keys.nodeDefinitionsVersion);
+    const defs = JSON.parse(saved!);
+    defs.SimGhost = { ...defs.SimSleep, name: 'SimGhost' };
+    await redis.multi().set(keys.nodeDefinitions, JSON.stringify(defs)).set(keys.nodeDefinitionsVersion, 'ghost').exec();
+    try {
+      await new Promise((r) => setTimeout(r, 2_200)); // the API rechecks definitions every 2 s
+      const { error, history, status } = await failWith({ '1': { class_type: 'SimGhost', inputs: { ms: 1 } } });
+      expect(error).toMatchObject({ exception_type: 'ValidationError', exception_message: expect.stringContaining('refused') });
+      expect(status).toBe('non_retryable_error');
+      expect(history.status.messages.at(-1)[1].exception_type).toBe('ValidationError');
+      // The failure also comes as a notification for people.
+      expect(ws.messages.some((m) => m.type === 'notification' && typeof m.data.value === 'string' && m.data.value.includes('refused'))).toBe(true);
+    } finally {
+      await redis.multi().set(keys.nodeDefinitions, saved!).set(keys.nodeDefinitionsVersion, savedVersion!).exec();
+    }
+  });
+
+  it('reaches sockets on any API replica, at /ws under BASE_PATH too', async () => {
+    const replica = await world.stack.startApi({ BASE_PATH: '/cloud' });
+    const second = new V1World();
+    Object.assign(second, { api: replica });
+    const far = await second.socket(a.key, { path: '/cloud/api/ws', clientId: 'far' });
+    try {
+      const id = await world.prompt(a.key, sleeper(50));
+      await far.ended(id);
+      expect(far.texts(id).map((m) => m.type)).toEqual(expect.arrayContaining(['execution_start', 'execution_cached', 'executing', 'execution_success']));
+      expect((await second.get(a.key, `/cloud/api/job/${id}/status`)).body).toEqual({ status: 'success' });
+      const viaPrefix = await second.post(a.key, '/cloud/api/prompt', { prompt: sleeper(1) }, null);
+      expect(viaPrefix.status).toBe(200);
+      await far.ended(viaPrefix.body.prompt_id);
+      expect(await second.upgradeStatus(`/cloud/ws?token=${a.key}`)).toBe(101);
+      expect(await second.upgradeStatus(`/ws?token=${a.key}`)).toBe(404);
+    } finally {
+      far.close();
+    }
+  });
+
+  it('limits incoming frames: an oversized one closes the socket', async () => {
+    const socket = await world.socket(a.key);
+    const closed = new Promise<number>((resolve) => socket.ws.once('close', (code) => resolve(code)));
+    socket.ws.send('x'.repeat(128 * 1024));
+    expect(await closed).toBe(1009);
+  });
+
+  it('answers 401 to every route and the WebSocket without a valid key', async () => {
+    const routes: Array<[string, string]> = [
+      ['GET', '/api/object_info'],
+      ['GET', '/api/object_info/KSampler'],
+      ['GET', '/api/features'],
+      ['GET', '/api/system_stats'],
+      ['GET', '/api/prompt'],
+      ['POST', '/api/prompt'],
+      ['GET', '/api/queue'],
+      ['POST', '/api/queue'],
+      ['POST', '/api/interrupt'],
+      ['GET', '/api/history'],
+      ['GET', '/api/history/00000000-0000-4000-8000-000000000000'],
+      ['GET', '/api/job/00000000-0000-4000-8000-000000000000/status'],
+      ['GET', '/api/view?filename=x.png&type=output'],
+      ['POST', '/api/upload/image'],
+      ['POST', '/api/upload/mask'],
+    ];
+    for (const key of [null, 'not-a-key', `cck_abcdefgh_${'A'.repeat(43)}`]) {
+      for (const [method, path] of routes) {
+        const reply = method === 'GET' ? await world.get(key, path) : await world.post(key, path, { prompt: {} });
+        expect([path, reply.status]).toEqual([path, 401]);
+        expect(reply.body.error.code).toBe('unauthorized');
+      }
+    }
+    expect(await world.upgradeStatus('/ws?clientId=x')).toBe(401);
+    expect(await world.upgradeStatus('/api/ws?clientId=x&token=wrong')).toBe(401);
+    expect(await world.upgradeStatus('/ws?clientId=x', { 'x-api-key': 'wrong' })).toBe(401);
+    expect(await world.upgradeStatus(`/ws?clientId=x&token=${a.key}`)).toBe(101);
+    expect(await world.upgradeStatus('/api/ws?clientId=x', { 'x-api-key': a.key })).toBe(101);
+    expect(await world.upgradeStatus(`/elsewhere?token=${a.key}`)).toBe(404);
+  });
+
+  it('answers 402 without credits and 429 for an inactive account', async () => {
+    const broke = await world.account({ credits: 0n });
+    const poor = await world.post(broke.key, '/api/prompt', { prompt: sleeper(1) });
+    expect(poor.status).toBe(402);
+    expect(poor.body.error.code).toBe('insufficient_credits');
+    const idle = await world.account();
+    await world.stack.db.account.update({ where: { id: idle.id }, data: { status: 'inactive' } });
+    const refused = await world.post(idle.key, '/api/prompt', { prompt: sleeper(1) });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe('inactive_account');
+  });
+
+  it('answers bad bodies with 400 in the engine shape, and accepts JSON with any content type', async () => {
+    const shape = { error: { type: expect.any(String), message: expect.any(String), details: expect.any(String), extra_info: {} }, node_errors: expect.any(Object) };
+    const cases: Array<[string, string | null, string]> = [
+      ['{this is not json', 'text/plain;charset=UTF-8', 'invalid_json'],
+      ['{this is not json', 'application/json', 'invalid_json'],
+      ['{this is not json', null, 'invalid_json'],
+      ['[1, 2]', 'application/json', 'invalid_request'],
+      ['{"client_id": "x"}', 'application/json', 'no_prompt'],
+      ['{"prompt": {"1": {"inputs": {}}}}', 'text/plain', 'invalid_prompt'],
+      ['{"prompt": {"1": {"class_type": "NoSuchNode", "inputs": {}}}}', 'text/plain', 'invalid_prompt'],
+      ['{"prompt": {"1": {"class_type": "PreviewImage", "inputs": {}}}}', 'text/plain', 'prompt_outputs_failed_validation'],
+      ['{"prompt": {"1": {"class_type": "EmptyImage", "inputs": {"width": 8, "height": 8, "batch_size": 1, "color": 0}}}}', 'text/plain', 'prompt_no_outputs'],
+      ['{"prompt": {"1": {"class_type": "SimSleep", "inputs": {"ms": -5}}}}', 'text/plain', 'prompt_outputs_failed_validation'],
+      [JSON.stringify({ prompt: sleeper(1), prompt_id: 'not-a-uuid' }), 'text/plain', 'invalid_prompt'],
+      [JSON.stringify({ prompt: { nodes: [], links: [] } }), 'text/plain', 'invalid_prompt'],
+      [JSON.stringify({ prompt: sleeper(1), extra_data: 'x' }), 'text/plain', 'invalid_prompt'],
+    ];
+    for (const [body, type, errorType] of cases) {
+      const reply = await world.post(a.key, '/api/prompt', body, type);
+      expect([body, reply.status]).toEqual([body, 400]);
+      expect(reply.body).toEqual(shape);
+      expect([body, reply.body.error.type]).toEqual([body, errorType]);
+    }
+    const missing = await world.post(a.key, '/api/prompt', { prompt: { '1': { class_type: 'PreviewImage', inputs: {} } } });
+    expect(missing.body.node_errors).toEqual({
+      '1': { errors: [{ type: 'required_input_missing', message: 'Required input is missing', details: 'images', extra_info: { input_name: 'images' } }], dependent_outputs: ['1'], class_type: 'PreviewImage' },
+    });
+    expect((await world.post(a.key, '/api/queue', 'nope', null)).status).toBe(400);
+    expect((await world.post(a.key, '/api/queue', { delete: 'x' })).status).toBe(400);
+    expect((await world.post(a.key, '/api/interrupt', '{bad', 'application/json')).status).toBe(400);
+    const noFile = await world.post(a.key, '/api/upload/image', 'x', 'text/plain');
+    expect([400, 415]).toContain(noFile.status);
+    const form = new FormData();
+    form.append('type', 'input');
+    const emptyForm = await fetch(`${world.url}/api/upload/image`, { method: 'POST', headers: { 'x-api-key': a.key }, body: form });
+    expect(emptyForm.status).toBe(400);
+    const badRef = await world.upload(a.key, testPng(2, 2), 'mask.png', { original_ref: '{nope' }, '/api/upload/mask');
+    expect(badRef.status).toBe(400);
+
+    // The same prompt id twice is refused; JSON without any content type is accepted.
+    const id = crypto.randomUUID();
+    const ok = await world.post(a.key, '/api/prompt', { prompt: sleeper(1), prompt_id: id }, null);
+    expect(ok.status).toBe(200);
+    expect(ok.body.prompt_id).toBe(id);
+    const twice = await world.post(a.key, '/api/prompt', { prompt: sleeper(1), prompt_id: id }, 'application/json');
+    expect(twice.status).toBe(400);
+    expect(twice.body.error.type).toBe('invalid_prompt');
+    await world.waitStatus(a.key, id, ['success']);
+  });
+});
