@@ -6,16 +6,18 @@ import { BlobsController } from './blobs/blobs.controller.js';
 import { CoreModule } from './core/core.module.js';
 import { HealthController } from './health/health.controller.js';
 import { RouterModule } from './router/index.js';
+import { MetricsModule } from './metrics/metrics.module.js';
 import { AllErrorsFilter } from './http/exception.filter.js';
 import { AssetsModule } from './v2/assets/assets.module.js';
 import { JobsModule } from './v2/jobs/jobs.module.js';
+import { V1Module } from './v1/v1.module.js';
 
 @Module({})
 export class AppModule {
   static forConfig(config: Config): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forConfig(config), AuthModule, AssetsModule, JobsModule, RouterModule],
+      imports: [CoreModule.forConfig(config), AuthModule, AssetsModule, JobsModule, V1Module, RouterModule, MetricsModule],
       controllers: [HealthController, BlobsController],
       providers: [{ provide: APP_FILTER, useClass: AllErrorsFilter }],
     };

@@ -3,6 +3,7 @@ import multipart from '@fastify/multipart';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Config } from '#libs/config';
+import { mountBrowserPages } from './admin-ui/index.js';
 import { AppModule } from './app.module.js';
 import { fastifyOptions, installHttpHooks } from './http/fastify-setup.js';
 
@@ -20,6 +21,7 @@ export async function createApi(config: Config): Promise<NestFastifyApplication>
     throwFileSizeLimit: true,
   });
   if (config.api.basePath) app.setGlobalPrefix(config.api.basePath);
+  await mountBrowserPages(app, config);
   app.enableShutdownHooks();
   return app;
 }

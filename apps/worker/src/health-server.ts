@@ -1,9 +1,10 @@
 import { createServer, type Server } from 'node:http';
+import type { ProcessMetrics } from '#libs/metrics';
 
 export type Probe = () => Promise<Record<string, string>>;
 
-/** /healthz (alive) and /readyz (engine, PostgreSQL, Redis, storage) for orchestrators. */
-export function startHealthServer(host: string, port: number, ready: Probe): Promise<{ server: Server; port: number }> {
+/** /healthz (alive) and /readyz (engine, PostgreSQL, Redis, storage) for orchestrators; /metrics for Prometheus. */
+export function startHealthServer(host: string, port: number, ready: Probe, metrics?: ProcessMetrics): Promise<{ server: Server; port: number }> {
   const server = createServer((req, res) => {
     const send = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
@@ -17,6 +18,16 @@ export function startHealthServer(host: string, port: number, ready: Probe): Pro
           send(ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', checks });
         },
         () => send(503, { status: 'not_ready' }),
+      );
+      return;
+    }
+    if (req.url === '/metrics' && metrics) {
+      void metrics.render().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' });
+          res.end(text);
+        },
+        () => send(500, { error: { code: 'upstream_error', message: 'Metrics are unavailable.' } }),
       );
       return;
     }

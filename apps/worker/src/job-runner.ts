@@ -12,6 +12,7 @@ import {
   type JobKeys,
   type Outcome,
 } from '#libs/jobs';
+import { jobExecutionObserved, queueWaitObserved } from '#libs/metrics';
 import type { BlobStore } from '#libs/storage';
 import type { ProgressView } from '#libs/contracts';
 import { stageInputs, StagingError, type ApiWorkflow } from './input-staging.js';
@@ -19,6 +20,7 @@ import { OutputStore, OutputStoreError, type StoredOutput } from './output-store
 import { RunContext, type EngineOutcome } from './run-context.js';
 import type { ReportedOutput } from './output-kinds.js';
 import { Throttle } from './throttle.js';
+import type { Log } from './worker-process.js';
 
 export interface RunnerDeps {
   db: Db;
@@ -31,7 +33,7 @@ export interface RunnerDeps {
   keys: JobKeys;
   config: Config;
   workerId: string;
-  log: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+  log: Log;
 }
 
 type Ending = { outcome: Outcome } | { handBack: string };
@@ -74,30 +76,35 @@ export class JobRunner {
       runDeadlineAt: found.runDeadlineAt ?? new Date(now.getTime() + config.jobs.executionTimeoutSeconds * 1000),
     });
     if (!job) return;
+    // Every line about this job carries its id.
+    const log = this.d.log.child({ job_id: jobId });
+    // Waiting is measured once, on the first start; a handed-back job keeps its original wait.
+    if (found.queueMs === null && job.queueMs !== null) queueWaitObserved(job.queueMs / 1000);
+    log('info', 'job started', { queue_ms: job.queueMs, attempt: job.attempts });
     this.stage = 'announcing';
     await this.status(job, 'running');
     let ending: Ending;
     try {
-      ending = await this.execute(job);
+      ending = await this.execute(job, log);
     } catch (err) {
-      this.d.log('error', 'job run failed unexpectedly', { job_id: jobId, err: (err as Error).message });
+      log('error', 'job run failed unexpectedly', { err: (err as Error).message });
       ending = { outcome: { status: 'failed', error: { code: 'worker_error', message: 'The worker failed while running this job.' } } };
     } finally {
       this.current = null;
     }
     this.stage = 'concluding';
-    await this.conclude(job, ending);
+    await this.conclude(job, ending, log);
     this.stage = 'idle';
   }
 
-  private async conclude(job: Job, ending: Ending): Promise<void> {
+  private async conclude(job: Job, ending: Ending, log: Log): Promise<void> {
     const { db, config, workerId } = this.d;
     if ('handBack' in ending) {
       const latest = await db.job.findUnique({ where: { id: job.id } });
       if (latest && latest.attempts < config.jobs.maxAttempts && latest.status === 'running') {
         const back = await transition(db, job.id, ['running'], 'queued', { dispatchedAt: null, workerId: null }, { workerId });
         if (back) {
-          this.d.log('warn', 'job handed back', { job_id: job.id, reason: ending.handBack });
+          log('warn', 'job handed back', { reason: ending.handBack });
           await this.status(back, 'queued');
           return;
         }
@@ -107,14 +114,23 @@ export class JobRunner {
     }
     const done = await finishJob(db, job.id, ending.outcome, config.jobs.creditsPerSecond, new Date(), { workerId });
     await this.d.vault.delete(job.id);
-    if (done) await this.status(done, done.status);
+    if (done) {
+      jobExecutionObserved(done.status, (done.executionMs ?? 0) / 1000);
+      const error = ending.outcome.error;
+      log(done.status === 'succeeded' || done.status === 'canceled' ? 'info' : 'warn', 'job finished', {
+        status: done.status,
+        execution_ms: done.executionMs,
+        ...(error ? { error_code: error.code } : {}),
+      });
+      await this.status(done, done.status);
+    }
   }
 
   private async status(job: Job, status: string): Promise<void> {
     await this.d.events.append(job.id, job.accountId, 'status', { status, queue_position: null });
   }
 
-  private async execute(job: Job): Promise<Ending> {
+  private async execute(job: Job, jobLog: Log): Promise<Ending> {
     const { db, engine, socket, store, events, config, keys, redis } = this.d;
     const workflow = job.workflow as unknown as ApiWorkflow;
     let staged: ApiWorkflow;
@@ -136,7 +152,7 @@ export class JobRunner {
     const enqueue = (step: () => Promise<void>) => {
       chain = chain.then(step).catch((err: unknown) => {
         if (err instanceof OutputStoreError) outputFailure = err;
-        else this.d.log('warn', 'output step failed', { job_id: job.id, err: (err as Error).message });
+        else jobLog('warn', 'output step failed', { err: (err as Error).message });
       });
     };
     const forwardV1 = (message: EngineMessage) =>
@@ -249,6 +265,7 @@ export class JobRunner {
       const extra = await this.d.vault.get(job.id);
       try {
         this.stage = 'submitting';
+        jobLog('debug', 'submitting prompt to the engine', { engine_prompt_id: promptId });
         await engine.submitPrompt({ prompt: staged, client_id: socket.clientId, prompt_id: promptId, extra_data: extra ?? {} });
       } catch (err) {
         if (err instanceof EngineValidationError) {

@@ -3,6 +3,7 @@ import { createAssetRecord, recordBlob } from '#libs/assets';
 import type { Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import type { JobEventLog } from '#libs/jobs';
+import { outputBytesObserved } from '#libs/metrics';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { contentTypeFor, outputType, type ReportedOutput } from './output-kinds.js';
 
@@ -60,6 +61,8 @@ export class OutputStore {
       }
     }
     if (!stored) throw new OutputStoreError(`Could not store output ${name}: ${(lastError as Error)?.message ?? 'unknown error'}`);
+    // Only bytes actually written count: a deduplicated copy adds nothing to storage.
+    if (stored.created) outputBytesObserved(stored.sizeBytes);
 
     const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : contentTypeFor(name, reportedType);
     const type = outputType(output.key, name, contentType);

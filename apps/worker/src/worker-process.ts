@@ -2,6 +2,7 @@ import os from 'node:os';
 import type { Server } from 'node:http';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { pino, type Logger } from 'pino';
 import type { Config } from '#libs/config';
 import { createPrismaClient, type Db } from '#libs/db';
 import { EngineClient, EngineSocket } from '#libs/engine-protocol';
@@ -17,18 +18,35 @@ import {
   type RunPayload,
   type WorkerState,
 } from '#libs/jobs';
-import { createBlobStore } from '#libs/storage';
+import { ProcessMetrics, setEngineReady } from '#libs/metrics';
+import { createBlobStore, type BlobStore } from '#libs/storage';
 import { startHealthServer } from './health-server.js';
 import { JobRunner } from './job-runner.js';
 
-type Log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
-const LEVELS = { info: 30, warn: 40, error: 50 } as const;
+/** The worker's logger: `log(level, msg, fields)`; `child(fields)` adds fields to every line (a job's lines carry job_id). */
+export interface Log {
+  (level: LogLevel, msg: string, fields?: Record<string, unknown>): void;
+  child(fields: Record<string, unknown>): Log;
+}
 
-export function jsonLogger(base: Record<string, unknown>): Log {
-  return (level, msg, fields = {}) => {
-    process.stdout.write(`${JSON.stringify({ level: LEVELS[level], time: Date.now(), ...base, msg, ...fields })}\n`);
-  };
+// Credentials a job carries must never reach a log line, even if a future line passes them by mistake.
+const REDACT = ['extra_data', 'extraData', 'api_key_comfy_org', 'auth_token_comfy_org', '*.api_key_comfy_org', '*.auth_token_comfy_org', 'authorization', '*.authorization'];
+
+function wrap(logger: Logger): Log {
+  const log = ((level: LogLevel, msg: string, fields: Record<string, unknown> = {}) => logger[level](fields, msg)) as Log;
+  log.child = (fields) => wrap(logger.child(fields));
+  return log;
+}
+
+/**
+ * JSON lines on stdout (pino), each with `base` (role, worker_id). LOG_LEVEL=debug/trace adds
+ * detail; quieter settings still keep info, because the lifecycle lines ("listening", "ready")
+ * are what supervisors and tests wait for, as the api prints its "listening" line at any level.
+ */
+export function jsonLogger(base: Record<string, unknown>, level: string = 'info'): Log {
+  return wrap(pino({ level: level === 'debug' || level === 'trace' ? level : 'info', base, redact: { paths: REDACT, censor: '[redacted]' } }));
 }
 
 async function probe(fn: () => Promise<unknown>): Promise<string> {
@@ -58,8 +76,11 @@ export class WorkerProcess {
   private readonly sweeper: Sweeper;
   private readonly runner: JobRunner;
   private readonly queue;
+  private readonly store: BlobStore;
+  private readonly metrics = new ProcessMetrics('worker');
   private worker: Worker<RunPayload> | null = null;
   private health: Server | null = null;
+  private healthPort = 0;
   private state: WorkerState = 'starting';
   private engineReady = false;
   private timers: NodeJS.Timeout[] = [];
@@ -67,7 +88,7 @@ export class WorkerProcess {
 
   constructor(private readonly config: Config) {
     this.id = config.worker.workerId || `${os.hostname()}-${process.pid}`;
-    this.log = jsonLogger({ role: 'worker', worker_id: this.id });
+    this.log = jsonLogger({ role: 'worker', worker_id: this.id }, config.logLevel);
     const keys = jobKeys(config.redisPrefix);
     this.db = createPrismaClient(config.databaseUrl, 5);
     this.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
@@ -75,6 +96,7 @@ export class WorkerProcess {
     this.subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
     this.subscriber.on('error', () => undefined);
     const store = createBlobStore(config);
+    this.store = store;
     this.engine = new EngineClient({ baseUrl: config.worker.engineUrl });
     this.socket = new EngineSocket({ url: config.worker.engineUrl, clientId: `worker-${this.id}`, featureFlags: { supports_preview_metadata: true } });
     this.socket.on('error', () => undefined);
@@ -105,8 +127,9 @@ export class WorkerProcess {
   }
 
   async start(): Promise<void> {
-    const { server, port } = await startHealthServer(this.config.worker.host, this.config.worker.port, () => this.readiness());
+    const { server, port } = await startHealthServer(this.config.worker.host, this.config.worker.port, () => this.readiness(), this.metrics);
     this.health = server;
+    this.healthPort = port;
     this.log('info', 'listening', { port });
     this.every(1000, () => this.heartbeat());
     this.every(2000, () => this.sweeper.sweep().then(() => undefined));
@@ -130,12 +153,14 @@ export class WorkerProcess {
       maxStalledCount: 0,
       // A run whose worker died stays 'active' in BullMQ until its lock lapses; keep that short.
       lockDuration: 10_000,
+      stalledInterval: 5_000,
     });
     this.worker.on('error', (err) => this.log('warn', 'queue error', { err: err.message }));
     this.state = 'idle';
     await this.report();
     await this.dispatcher.kick();
-    this.log('info', 'ready', { engine: this.config.worker.engineUrl });
+    // The health port again: whoever waits for "ready" also learns where /metrics and /readyz are.
+    this.log('info', 'ready', { engine: this.config.worker.engineUrl, port: this.healthPort });
   }
 
   /** Shares the engine's node definitions so the API validates workflows against them. */
@@ -189,6 +214,7 @@ export class WorkerProcess {
   }
 
   private report(): Promise<void> {
+    setEngineReady(this.id, this.engineReady);
     return this.registry.report({ id: this.id, state: this.state, jobId: this.runner.currentJobId, stage: this.runner.stage, engineReady: this.engineReady });
   }
 
@@ -197,6 +223,7 @@ export class WorkerProcess {
       engine: this.engineReady ? 'ok' : 'error: engine not answering',
       postgres: await probe(() => this.db.$queryRaw`SELECT 1`),
       redis: await probe(() => this.redis.ping()),
+      storage: await probe(() => this.store.ping()),
     };
   }
 

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import type { Db } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
 import { BLOB_STORE, DB, REDIS } from '../core/tokens.js';
+import { HealthDocs } from '../docs/index.js';
 
 async function check(name: string, probe: () => Promise<unknown>): Promise<[string, string]> {
   try {
@@ -14,6 +15,7 @@ async function check(name: string, probe: () => Promise<unknown>): Promise<[stri
   }
 }
 
+@HealthDocs.controller()
 @Controller()
 export class HealthController {
   constructor(
@@ -24,12 +26,14 @@ export class HealthController {
 
   /** Alive: the process answers. */
   @Get('healthz')
+  @HealthDocs.healthz()
   healthz(): { status: 'ok' } {
     return { status: 'ok' };
   }
 
   /** Ready: every dependency a request needs answers. */
   @Get('readyz')
+  @HealthDocs.readyz()
   async readyz(@Res() reply: FastifyReply): Promise<void> {
     const checks = Object.fromEntries(
       await Promise.all([

@@ -1,10 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from '#libs/config';
+import { httpRequestObserved } from '#libs/metrics';
 import { deploymentRewriter } from '../surface/request-scope.js';
 import { sendError, toErrorShape } from './error-body.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+// v2 `/jobs/{id}`, v1 `/job/{id}/status` and `/history/{id}`: the job a request is about.
+const JOB_IN_URL = /\/(?:jobs|job|history)\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?=[/?#]|$)/i;
+
+/** The job id a request URL names, for its log lines; null when it names none. */
+export function jobIdOfUrl(url: string): string | null {
+  return JOB_IN_URL.exec(url)?.[1]?.toLowerCase() ?? null;
+}
 
 /** Removes credentials that may travel in a query string (`?token=` of the v1 WebSocket). */
 export function redactUrl(url: string): string {
@@ -25,6 +33,11 @@ export function fastifyOptions(config: Config): FastifyServerOptions {
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     connectionTimeout: 0,
     requestTimeout: 120_000,
+    // Every line logged while serving a request about a job carries its job_id (next to request_id).
+    childLoggerFactory(logger, bindings, options, rawReq) {
+      const jobId = jobIdOfUrl(rawReq.url ?? '');
+      return logger.child(jobId ? { ...bindings, job_id: jobId } : bindings, options);
+    },
     keepAliveTimeout: 65_000,
     logger: {
       level: config.logLevel,
@@ -43,6 +56,13 @@ export function fastifyOptions(config: Config): FastifyServerOptions {
 export function installHttpHooks(fastify: FastifyInstance, config: Config): void {
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  // Labelled by the route template (`/api/v2/jobs/:id`), never the raw URL, to keep series bounded.
+  fastify.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    httpRequestObserved(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+    // Off by default (see logController above); LOG_LEVEL=debug traces every request.
+    request.log.debug({ method: request.method, url: redactUrl(request.url), route, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request completed');
   });
   // Errors raised before a Nest handler runs (body parsing, limits) get the same shapes.
   fastify.setErrorHandler((error, request, reply) => {

@@ -6,6 +6,7 @@ import type { Account } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { BLOB_STORE, CONFIG } from '../../core/tokens.js';
+import { AssetDocs } from '../../docs/index.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { requireJsonObject } from '../../http/json-body.js';
 import { sendBlob } from '../../http/send-blob.js';
@@ -13,6 +14,7 @@ import { UuidPipe } from '../../http/uuid.pipe.js';
 import { AssetsService, checkTags, parseExpiresIn } from './assets.service.js';
 import { lastField, readMultipartUpload } from './multipart-upload.js';
 
+@AssetDocs.controller()
 @Controller('api/v2/assets')
 @UseGuards(BearerAuthGuard, RateLimitGuard)
 export class AssetsController {
@@ -23,6 +25,7 @@ export class AssetsController {
   ) {}
 
   @Post()
+  @AssetDocs.upload()
   async upload(@CurrentAccount() account: Account, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<AssetView> {
     const parsed = await readMultipartUpload(request, 'file', (stream) => this.assets.storeBytes(stream));
     const f = parsed.fields;
@@ -46,6 +49,7 @@ export class AssetsController {
   }
 
   @Post('from-hash')
+  @AssetDocs.fromHash()
   async fromHash(
     @CurrentAccount() account: Account,
     @Body() body: unknown,
@@ -58,24 +62,28 @@ export class AssetsController {
   }
 
   @Head('by-hash/:hash')
+  @AssetDocs.byHash()
   async byHash(@CurrentAccount() account: Account, @Param('hash') hash: string, @Res() reply: FastifyReply): Promise<void> {
     const found = await this.assets.hasBlob(account, hash);
     reply.status(found ? 200 : 404).send();
   }
 
   @Get(':id')
+  @AssetDocs.get()
   async get(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest): Promise<AssetView> {
     const asset = await this.assets.find(account, id);
     return this.assets.view(asset, asset.blob.sizeBytes, false, request);
   }
 
   @Delete(':id')
+  @AssetDocs.remove()
   @HttpCode(204)
   async remove(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string): Promise<void> {
     await this.assets.remove(account, id);
   }
 
   @Get(':id/content')
+  @AssetDocs.content()
   async content(
     @CurrentAccount() account: Account,
     @Param('id', UuidPipe) id: string,

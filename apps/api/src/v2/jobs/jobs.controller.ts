@@ -6,6 +6,7 @@ import type { Account, Db, Prisma } from '#libs/db';
 import { toV2NodeErrors } from '#libs/workflow';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { CONFIG, DB } from '../../core/tokens.js';
+import { JobDocs } from '../../docs/index.js';
 import { requireJsonObject } from '../../http/json-body.js';
 import { UuidPipe } from '../../http/uuid.pipe.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
@@ -19,6 +20,7 @@ import { streamJobEvents } from './job-event-stream.js';
 import { nextCursor, parseJobListQuery } from './job-list.js';
 import { parseIdempotencyKey, parsePreferWait, parseSubmitBody } from './submit-body.js';
 
+@JobDocs.controller()
 @Controller()
 @UseGuards(BearerAuthGuard, RateLimitGuard)
 export class JobsController {
@@ -35,6 +37,7 @@ export class JobsController {
   ) {}
 
   @Post('api/v2/jobs')
+  @JobDocs.submit()
   async submit(
     @CurrentAccount() account: Account,
     @Body() body: unknown,
@@ -86,6 +89,7 @@ export class JobsController {
   }
 
   @Get('api/v2/jobs')
+  @JobDocs.list()
   async list(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest) {
     const q = parseJobListQuery(query, this.config.signingSecret, account.id);
     const where: Prisma.JobWhereInput = { accountId: account.id };
@@ -106,23 +110,27 @@ export class JobsController {
   }
 
   @Get('api/v2/jobs/:id')
+  @JobDocs.get()
   async get(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest): Promise<JobView> {
     return this.views.render(await this.views.find(account.id, id), request);
   }
 
   @Get('api/v2/jobs/:id/workflow')
+  @JobDocs.workflow()
   async workflow(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string) {
     const job = await this.views.find(account.id, id);
     return { workflow: job.workflow, format: 'api' };
   }
 
   @Get('api/v2/jobs/:id/events')
+  @JobDocs.events()
   async events(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const { db, config, pipeline, fanout, views, limits } = this;
     await streamJobEvents({ db, config, pipeline, fanout, views, limits }, account, id, request, reply);
   }
 
   @Post('api/v2/jobs/:id/cancel')
+  @JobDocs.cancel()
   @HttpCode(200)
   async cancel(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest): Promise<JobView> {
     const job = await this.views.find(account.id, id);
@@ -131,6 +139,7 @@ export class JobsController {
   }
 
   @Get('api/v2/jobs/:id/logs')
+  @JobDocs.logs()
   async logs(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Res() reply: FastifyReply): Promise<FastifyReply> {
     if (!this.config.jobs.captureLogs) throw ApiError.notFound('route');
     const job = await this.views.find(account.id, id);
@@ -140,6 +149,7 @@ export class JobsController {
 
   /** Deployment surface: the pinned workflow this deployment runs. */
   @Get('workflow')
+  @JobDocs.pinnedWorkflow()
   async pinnedWorkflow(@CurrentAccount() account: Account, @Req() request: FastifyRequest) {
     const deployment = await this.deployments.resolve(request, account);
     if (!deployment) throw ApiError.notFound('route');

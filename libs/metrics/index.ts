@@ -1,0 +1,16 @@
+export { ProcessMetrics } from './registry.js';
+export type { Collector } from './registry.js';
+export { JOB_STATUSES, ROLE_METRICS, metricSpecs } from './definitions.js';
+export type { MetricSpec, MetricType, MetricsRole } from './definitions.js';
+export {
+  addInflightSpend,
+  httpRequestObserved,
+  jobExecutionObserved,
+  outputBytesObserved,
+  queueWaitObserved,
+  routerCallObserved,
+  setEngineReady,
+  setInflightSpend,
+  setJobCounts,
+  setQueueDepth,
+} from './observe.js';
