@@ -31,6 +31,12 @@ describe('configuration', () => {
     expect(loadConfig({ NODE_ENV: 'production', SIGNING_SECRET: 'a-real-production-secret-value' }).env).toBe('production');
   });
 
+  it('keeps the self-hosted surface on loopback (8189) unless a token is set', () => {
+    expect(loadConfig({ SURFACE: 'self-hosted' }).api).toMatchObject({ host: '127.0.0.1', port: 8189 });
+    expect(() => loadConfig({ SURFACE: 'self-hosted', API_HOST: '0.0.0.0' })).toThrow(/API_HOST:/);
+    expect(loadConfig({ SURFACE: 'self-hosted', API_HOST: '0.0.0.0', SELF_HOSTED_TOKEN: 'a-static-token' }).api.host).toBe('0.0.0.0');
+  });
+
   it('switches to the S3 driver when an endpoint is given', () => {
     const config = loadConfig({ S3_ENDPOINT: 'http://127.0.0.1:9000', S3_BUCKET: 'media' });
     expect(config.storage).toMatchObject({ driver: 's3', endpoint: 'http://127.0.0.1:9000', publicEndpoint: 'http://127.0.0.1:9000', bucket: 'media', forcePathStyle: true });

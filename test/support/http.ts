@@ -1,3 +1,5 @@
+import { request } from 'node:http';
+
 /** Small fetch helpers for tests: every call returns status, headers and the parsed body. */
 export interface Reply<T = any> {
   status: number;
@@ -38,4 +40,24 @@ export function envelopeCode(reply: Reply): string {
     throw new Error(`not an ErrorEnvelope (status ${reply.status}): ${reply.text.slice(0, 300)}`);
   }
   return b.error.code;
+}
+
+/** A request with a chosen Host header (fetch may not set Host), for host-based routing. */
+export function callWithHost<T = any>(url: string, host: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply<T>> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: init.method ?? 'GET', headers: { ...init.headers, host } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.on('end', () => {
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v);
+        let body: any = text;
+        if ((res.headers['content-type'] ?? '').includes('json') && text) body = JSON.parse(text);
+        resolve({ status: res.statusCode ?? 0, headers, body, text });
+      });
+    });
+    req.on('error', reject);
+    req.end(init.body);
+  });
 }

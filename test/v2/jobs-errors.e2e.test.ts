@@ -101,6 +101,14 @@ describe('v2 job submission errors', () => {
     expect(envelopeCode(res)).toBe('insufficient_credits');
   });
 
+  it('refuses an inactive account with 403 forbidden', async () => {
+    const inactive = await stack.account();
+    await stack.admin(['account', 'set', '--account', inactive.id, '--status', 'inactive']);
+    const res = await submit({ workflow: tinyImage() }, inactive.key);
+    expect(res.status).toBe(403);
+    expect(envelopeCode(res)).toBe('forbidden');
+  });
+
   it('refuses past the queued-job limit with 429 queue_full and Retry-After', async () => {
     const small = await stack.account();
     await stack.accounts.setLimits(small.id, { maxQueuedJobs: 2, maxConcurrentJobs: 1 });

@@ -72,6 +72,10 @@ export class SubmissionService {
   }
 
   async submit(account: Account, req: SubmitRequest): Promise<Submitted> {
+    if (account.status !== 'active') {
+      // v1 answers this with its own 429; v2 with 403 forbidden (authenticated, not allowed).
+      throw new ApiError('forbidden', 'This account is not allowed to run jobs.');
+    }
     if (req.deployment) this.checkDeployment(req.deployment, req.workflow);
     const { workflow, outputs } = await this.validate(req.workflow);
     await this.checkAssets(account, workflow);
