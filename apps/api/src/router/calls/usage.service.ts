@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Db } from '#libs/db';
+import { routerCallObserved } from '#libs/metrics';
 import { DB } from '../../core/tokens.js';
 import type { GenerationResult } from '../adapters/index.js';
 
@@ -80,6 +81,7 @@ export class UsageService implements OnApplicationShutdown {
 
   /** The record of a call that ends here (and its charge); resolves once it is stored. */
   insertFinal(record: FinalRecord): Promise<void> {
+    routerCallObserved(record.modelId, record.outcome, record.durationMs / 1000);
     return new Promise<void>((resolve) => {
       this.queue.push({ record, done: resolve });
       this.flushSoon(this.queue.length >= BATCH_MAX ? 0 : BATCH_DELAY_MS);

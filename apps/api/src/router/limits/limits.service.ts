@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } f
 import { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
 import type { Account } from '#libs/db';
+import { addInflightSpend } from '#libs/metrics';
 import { CONFIG } from '../../core/tokens.js';
 import { RouterError } from '../errors.js';
 import { ACQUIRE, RELEASE, RENEW } from './limits.scripts.js';
@@ -20,6 +21,8 @@ type LimitCommands = Redis & {
 export interface Slot {
   id: string;
   accountId: string;
+  /** What the call committed: released with the slot (and shown as in-flight spend meanwhile). */
+  costCents: number;
 }
 
 @Injectable()
@@ -126,7 +129,8 @@ export class LimitsService implements OnModuleInit, OnModuleDestroy {
     let mine = this.held.get(account.id);
     if (!mine) this.held.set(account.id, (mine = new Set()));
     mine.add(slotId);
-    return { id: slotId, accountId: account.id };
+    addInflightSpend(costCents);
+    return { id: slotId, accountId: account.id, costCents };
   }
 
   /**
@@ -134,6 +138,7 @@ export class LimitsService implements OnModuleInit, OnModuleDestroy {
    * process's next acquire already sees it; a failure leaves the lease to expire.
    */
   release(slot: Slot): void {
+    addInflightSpend(-slot.costCents);
     const mine = this.held.get(slot.accountId);
     mine?.delete(slot.id);
     if (mine?.size === 0) this.held.delete(slot.accountId);
