@@ -1,4 +1,5 @@
 import { ERROR_STATUS, type ErrorCode } from '#libs/contracts';
+import { ROUTER_BUCKET_STATUS } from '#libs/contracts';
 import { ROUTER_ERROR_TYPES, ref } from './schemas.js';
 
 // Builders for response objects, shared by the decorators (v2) and the hand-written path tables
@@ -28,23 +29,7 @@ export function envelopeResponses(codes: readonly ErrorCode[]): Record<string, O
 /** Codes every authenticated route of v2 can answer. */
 export const V2_COMMON: ErrorCode[] = ['unauthorized', 'forbidden', 'rate_limited', 'upstream_error', 'service_unavailable'];
 
-export const ROUTER_BUCKET_STATUS: Record<(typeof ROUTER_ERROR_TYPES)[number], number> = {
-  invalid_input: 400,
-  content_policy_violation: 422,
-  provider_error: 502,
-  provider_timeout: 504,
-  insufficient_credits: 402,
-  model_not_found: 404,
-  unauthorized: 401,
-  forbidden: 403,
-  concurrency_limit_exceeded: 429,
-  client_disconnected: 499,
-  internal_error: 500,
-  deadline_exceeded: 504,
-  not_enabled: 403,
-  service_unavailable: 503,
-  rate_limited: 429,
-};
+export { ROUTER_BUCKET_STATUS };
 
 export const SERVICE_HEADERS = {
   'X-Service-Request-Id': { description: 'Server-generated id of the call; on every response.', schema: { type: 'string' } },

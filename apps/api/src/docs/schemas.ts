@@ -1,4 +1,4 @@
-import { ERROR_STATUS } from '#libs/contracts';
+import { ERROR_STATUS, ROUTER_BUCKETS } from '#libs/contracts';
 
 // Component schemas of the OpenAPI 3.1 document (JSON Schema 2020-12: nullable is `type: [x, 'null']`).
 // They describe what the code sends; the shapes come from libs/contracts/wire.ts and the specs.
@@ -10,24 +10,7 @@ const nullable = (type: string, extra: Schema = {}): Schema => ({ type: [type, '
 const dateTime = { type: 'string', format: 'date-time' };
 const uuid = { type: 'string', format: 'uuid' };
 
-/** The router's closed set of 15 buckets (model-router.md, Errors). */
-export const ROUTER_ERROR_TYPES = [
-  'invalid_input',
-  'content_policy_violation',
-  'provider_error',
-  'provider_timeout',
-  'insufficient_credits',
-  'model_not_found',
-  'unauthorized',
-  'forbidden',
-  'concurrency_limit_exceeded',
-  'client_disconnected',
-  'internal_error',
-  'deadline_exceeded',
-  'not_enabled',
-  'service_unavailable',
-  'rate_limited',
-] as const;
+export const ROUTER_ERROR_TYPES = ROUTER_BUCKETS;
 
 const ROUTER_SEGMENT = '^[a-z0-9]+([._-][a-z0-9]+)*$';
 

@@ -1,0 +1,107 @@
+// v2 jobs benchmark, in one run on this machine:
+//  1. POST /api/v2/jobs throughput and latency at 64 concurrent clients;
+//  2. the overhead of the whole stack over the engine alone for an instant workflow
+//     (submit-to-succeeded through the API, minus the same prompt run on the engine directly);
+//  3. GET /api/v2/jobs/{id} throughput.
+import { randomUUID } from 'node:crypto';
+import WebSocket from 'ws';
+import { admin, benchEnv, dropDatabase, machine, median, migrate, percentile, start } from './support.mjs';
+
+const SUBMISSIONS = Number(process.env.BENCH_SUBMISSIONS ?? 3000);
+const CONCURRENCY = 64;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 40);
+
+const tiny = (color) => ({
+  '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color } },
+  '2': { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'bench' } },
+});
+
+async function pool(n, concurrency, fn) {
+  let next = 0;
+  const latencies = [];
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        const i = next++;
+        const s = performance.now();
+        await fn(i);
+        latencies.push(performance.now() - s);
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { perSecond: n / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) };
+}
+
+/** Runs a prompt on the engine directly and resolves when it reports success: the baseline. */
+function engineRun(engineUrl, ws, clientId, prompt) {
+  const promptId = randomUUID();
+  return new Promise((resolve, reject) => {
+    const s = performance.now();
+    const onMessage = (data, binary) => {
+      if (binary) return;
+      const m = JSON.parse(data.toString());
+      if (m.data?.prompt_id !== promptId) return;
+      if (m.type === 'execution_success') {
+        ws.off('message', onMessage);
+        resolve(performance.now() - s);
+      } else if (m.type === 'execution_error') reject(new Error('engine error'));
+    };
+    ws.on('message', onMessage);
+    fetch(`${engineUrl}/prompt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt, client_id: clientId, prompt_id: promptId }) }).catch(reject);
+  });
+}
+
+const { env } = benchEnv({ JOB_QUEUE_TIMEOUT_SECONDS: '3600' });
+migrate(env);
+const engine = await start('apps/sim-engine/src/main.js', { ...env, SIM_ENGINE_PORT: '0', SIM_STEP_MS: '1', SIM_LOG_STDERR: '0' });
+const worker = await start('apps/worker/src/main.js', { ...env, ENGINE_URL: engine.url, WORKER_PORT: '0' }, 'ready');
+const api = await start('apps/api/src/main.js', env);
+const { api_key: key } = admin(env, 'account', 'create', '--name', 'bench', '--tier', 'enterprise', '--credits', '100000000');
+const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+
+// 2. Overhead first, on a quiet system: engine alone, then the same prompts through the stack.
+const clientId = randomUUID();
+const ws = new WebSocket(`${engine.url.replace('http', 'ws')}/ws?clientId=${clientId}`);
+await new Promise((r) => ws.once('open', r));
+const engineTimes = [];
+const stackTimes = [];
+for (let i = 0; i < ROUNDS; i++) {
+  engineTimes.push(await engineRun(engine.url, ws, clientId, tiny(1000 + i)));
+  const s = performance.now();
+  const res = await fetch(`${api.url}/api/v2/jobs`, { method: 'POST', headers: { ...auth, prefer: 'wait=30' }, body: JSON.stringify({ workflow: tiny(2000 + i) }) });
+  const job = await res.json();
+  if (job.status !== 'succeeded') throw new Error(`job ended ${job.status}`);
+  stackTimes.push(performance.now() - s);
+}
+ws.close();
+const overheads = stackTimes.map((t, i) => t - engineTimes[i]).sort((a, b) => a - b);
+
+// 1. Submissions at 64 concurrent clients (jobs queue up behind the single worker).
+const ids = [];
+const submit = await pool(SUBMISSIONS, CONCURRENCY, async (i) => {
+  const res = await fetch(`${api.url}/api/v2/jobs`, { method: 'POST', headers: auth, body: JSON.stringify({ workflow: tiny(i % 256) }) });
+  const body = await res.json();
+  if (res.status !== 201) throw new Error(`submission answered ${res.status}: ${JSON.stringify(body)}`);
+  ids.push(body.id);
+});
+
+// 3. Polling.
+const poll = await pool(SUBMISSIONS, CONCURRENCY, async (i) => {
+  const res = await fetch(`${api.url}/api/v2/jobs/${ids[i % ids.length]}`, { headers: auth });
+  if (res.status !== 200) throw new Error(`poll answered ${res.status}`);
+  await res.arrayBuffer();
+});
+
+for (const p of [api, worker, engine]) p.child.kill('SIGTERM');
+await new Promise((r) => setTimeout(r, 500));
+await dropDatabase(env);
+
+const f = (x) => x.toFixed(1);
+console.log(`machine: ${machine()}`);
+console.log(`POST /api/v2/jobs at ${CONCURRENCY} clients: ${Math.round(submit.perSecond)}/s, p50 ${f(submit.p50)} ms, p99 ${f(submit.p99)} ms (${SUBMISSIONS} submissions; target >= 2000/s, p99 < 50 ms)`);
+console.log(`instant workflow, ${ROUNDS} rounds: engine alone median ${f(median(engineTimes))} ms; whole stack median ${f(median(stackTimes))} ms`);
+console.log(`stack overhead over the engine: median ${f(median(overheads))} ms, p99 ${f(percentile(overheads, 0.99))} ms (target median < 25 ms)`);
+console.log(`GET /api/v2/jobs/{id} at ${CONCURRENCY} clients: ${Math.round(poll.perSecond)}/s, p50 ${f(poll.p50)} ms, p99 ${f(poll.p99)} ms`);
