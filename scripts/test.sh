@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install.sh
+# Types and lint first: cheap, and a failure there is a failure of the suite.
+npx tsc -p tsconfig.json --noEmit
+npx eslint .
 
 # The asset tests compare our hashes with the reference b3sum tool.
 if ! command -v b3sum >/dev/null 2>&1; then

@@ -3,7 +3,6 @@ import { Blake3Hasher } from '@napi-rs/blake-hash';
 import { EngineClient } from '#libs/engine-protocol';
 import { slowJob } from '../support/cloud.js';
 import { JobsProbe, waitUntil } from '../support/jobs.js';
-import type { RunningProcess } from '../support/processes.js';
 import { TestStack } from '../support/stack.js';
 
 function rssMiB(pid: number): number {

@@ -26,14 +26,13 @@ describe('worker driving the sim-engine', () => {
   const stack = new TestStack('s3');
   let probe: JobsProbe;
   let engine: RunningProcess;
-  let worker: RunningProcess;
   let account: { id: string; key: string };
 
   beforeAll(async () => {
     await stack.open();
     probe = new JobsProbe(stack);
     engine = await stack.start('apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: '0', SIM_STEP_MS: '30' });
-    worker = await stack.start('apps/worker/src/main.js', { ENGINE_URL: engine.url, WORKER_PORT: '0', WORKER_ID: 'w1' }, 'ready');
+    await stack.start('apps/worker/src/main.js', { ENGINE_URL: engine.url, WORKER_PORT: '0', WORKER_ID: 'w1' }, 'ready');
     account = await stack.account();
   });
   afterAll(async () => {

@@ -130,8 +130,8 @@ export function blurImage(img: ImageBatch, radius: number, sigma: number): Image
   const r = Math.max(0, Math.min(radius, Math.round((Math.sqrt(4 * sigma * sigma + 1) - 1) / 2)));
   if (r === 0) return img;
   const frames = img.frames.map((f) => {
-    let a = Float32Array.from(f);
-    let b = new Float32Array(f.length);
+    const a = Float32Array.from(f);
+    const b = new Float32Array(f.length);
     for (let pass = 0; pass < 3; pass++) {
       boxPass(a, b, w, h, r, true);
       boxPass(b, a, w, h, r, false);
