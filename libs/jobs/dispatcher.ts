@@ -108,3 +108,38 @@ export async function queuePositions(db: Db): Promise<Map<string, number>> {
     FROM waiting w JOIN accounts a ON a.id = w.account_id LEFT JOIN busy b ON b.account_id = w.account_id`;
   return new Map(rows.map((r) => [r.id, r.pos]));
 }
+
+/**
+ * The position of one waiting job without ranking the whole queue: per-account counts of waiting
+ * and running jobs give how many of each account's jobs the round-robin puts ahead of it. Used for
+ * a job newer than the last full ranking (a fresh submission); agrees with `queuePositions`.
+ */
+export async function queuePositionOf(db: Db, jobId: string): Promise<number | null> {
+  const rows = await db.$queryRaw<{ pos: number | null }[]>`
+    WITH me AS (
+      SELECT j.account_id, a.last_dispatched_at AS my_last,
+             (SELECT count(*) FROM jobs x WHERE x.account_id = j.account_id AND x.status = 'queued' AND x.dispatched_at IS NULL
+                AND (x.created_at, x.id) < (j.created_at, j.id))::int + 1 AS rank
+      FROM jobs j JOIN accounts a ON a.id = j.account_id
+      WHERE j.id = ${jobId}::uuid AND j.status = 'queued' AND j.dispatched_at IS NULL
+    ), busy AS (
+      SELECT account_id, count(*)::int AS n FROM jobs WHERE status IN ('running', 'canceling') GROUP BY account_id
+    ), waiting AS (
+      SELECT account_id, count(*)::int AS q FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL GROUP BY account_id
+    ), mine AS (
+      SELECT me.*, me.rank + coalesce((SELECT n FROM busy WHERE busy.account_id = me.account_id), 0) AS key FROM me
+    )
+    SELECT ((SELECT count(*) FROM jobs WHERE status = 'queued' AND dispatched_at IS NOT NULL)
+            + (mine.rank - 1)
+            + coalesce(sum(
+                greatest(0, least(w.q, mine.key - coalesce(b.n, 0) - 1))
+                + CASE WHEN mine.key - coalesce(b.n, 0) BETWEEN 1 AND w.q
+                        AND ((a.last_dispatched_at IS NULL AND mine.my_last IS NOT NULL) OR a.last_dispatched_at < mine.my_last)
+                       THEN 1 ELSE 0 END), 0))::int AS pos
+    FROM mine
+    LEFT JOIN waiting w ON w.account_id <> mine.account_id
+    LEFT JOIN busy b ON b.account_id = w.account_id
+    LEFT JOIN accounts a ON a.id = w.account_id
+    GROUP BY mine.rank, mine.key, mine.my_last`;
+  return rows[0]?.pos ?? null;
+}

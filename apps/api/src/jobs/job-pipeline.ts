@@ -12,6 +12,7 @@ import {
   WorkerRegistry,
   createRunQueue,
   jobKeys,
+  queuePositionOf,
   queuePositions,
   type JobKeys,
   type RunPayload,
@@ -72,14 +73,15 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Queue positions of every waiting job, computed in one query at most every 250 ms per replica;
-   * a job created after the last computation triggers a fresh one.
+   * Queue positions of every waiting job, ranked in one query at most every 250 ms per replica; a
+   * job newer than that ranking (a fresh submission) gets its own, cheaper, count.
    */
   async queuePosition(jobId: string, createdAt: Date): Promise<number | null> {
     const now = Date.now();
-    if (!this.positions || now - this.positions.at > POSITIONS_TTL_MS || this.positions.at < createdAt.getTime()) {
+    if (!this.positions || now - this.positions.at > POSITIONS_TTL_MS) {
       this.positions = { at: now, map: queuePositions(this.db) };
     }
+    if (this.positions.at < createdAt.getTime()) return queuePositionOf(this.db, jobId);
     return (await this.positions.map).get(jobId) ?? null;
   }
 }

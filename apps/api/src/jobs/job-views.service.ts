@@ -8,10 +8,41 @@ import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { linkBase } from '../surface/request-scope.js';
 import { JobPipeline } from './job-pipeline.js';
+import { jobFromRow } from './job-row.js';
 
 export type JobWithOutputs = Job & { outputs: (JobOutput & { asset: Asset & { blob: Blob } })[] };
 
 export const WITH_OUTPUTS = { outputs: { include: { asset: { include: { blob: true } } }, orderBy: { id: 'asc' as const } } };
+
+interface OutputRow {
+  id: number;
+  job_id: string;
+  asset_id: string;
+  node_id: string;
+  type: string;
+  engine_key: string;
+  engine_type: string;
+  name: string;
+  blob_hash: string;
+  content_type: string;
+  file_path: string;
+  size_bytes: number;
+}
+
+/** An output row of the one-query read in the shape `outputView` takes. */
+function outputFromRow(o: OutputRow): JobWithOutputs['outputs'][number] {
+  return {
+    id: BigInt(o.id),
+    jobId: o.job_id,
+    assetId: o.asset_id,
+    nodeId: o.node_id,
+    type: o.type,
+    engineKey: o.engine_key,
+    engineType: o.engine_type,
+    name: o.name,
+    asset: { blobHash: o.blob_hash, contentType: o.content_type, filePath: o.file_path, blob: { sizeBytes: BigInt(o.size_bytes) } },
+  } as unknown as JobWithOutputs['outputs'][number];
+}
 
 /** Renders jobs and outputs as the contract shapes them, with links a client can follow as given. */
 @Injectable()
@@ -23,11 +54,28 @@ export class JobViews {
     private readonly pipeline: JobPipeline,
   ) {}
 
-  /** The caller's job, or 404 exactly as for a job that does not exist. */
+  /**
+   * The caller's job with its outputs, in one query (polling is the hot path), or 404 exactly as
+   * for a job that does not exist.
+   */
   async find(accountId: string, jobId: string): Promise<JobWithOutputs> {
-    const job = await this.db.job.findFirst({ where: { id: jobId, accountId }, include: WITH_OUTPUTS });
-    if (!job) throw ApiError.notFound('job');
-    return job;
+    const rows = await this.db.$queryRaw<(Record<string, unknown> & { outputs_json: OutputRow[] })[]>`
+      SELECT j.*, coalesce(
+        json_agg(json_build_object(
+          'id', o.id, 'job_id', o.job_id, 'asset_id', o.asset_id, 'node_id', o.node_id, 'type', o.type,
+          'engine_key', o.engine_key, 'engine_type', o.engine_type, 'name', o.name,
+          'blob_hash', a.blob_hash, 'content_type', a.content_type, 'file_path', a.file_path, 'size_bytes', b.size_bytes
+        ) ORDER BY o.id) FILTER (WHERE o.id IS NOT NULL), '[]') AS outputs_json
+      FROM jobs j
+      LEFT JOIN job_outputs o ON o.job_id = j.id
+      LEFT JOIN assets a ON a.id = o.asset_id
+      LEFT JOIN blobs b ON b.hash = a.blob_hash
+      WHERE j.id = ${jobId}::uuid AND j.account_id = ${accountId}::uuid
+      GROUP BY j.id`;
+    const row = rows[0];
+    if (!row) throw ApiError.notFound('job');
+    const { outputs_json: outputs, ...jobRow } = row;
+    return { ...jobFromRow(jobRow), outputs: outputs.map(outputFromRow) };
   }
 
   async outputView(output: JobOutput & { asset: Asset & { blob: Blob } }, request: FastifyRequest): Promise<OutputView> {

@@ -7,6 +7,7 @@ import { assetRefIds, validateWorkflow, workflowFormat, type ApiWorkflow, type N
 import { CONFIG, DB } from '../core/tokens.js';
 import { JobPipeline } from './job-pipeline.js';
 import { checkPinnedStructure } from './deployment-rules.js';
+import { jobFromRow } from './job-row.js';
 
 export interface SubmitRequest {
   workflow: unknown;
@@ -29,6 +30,13 @@ export class WorkflowRejected extends Error {
 }
 
 const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+
+/** The violated constraint of a unique violation (PostgreSQL 23505), or null. */
+function uniqueViolation(err: unknown): string | null {
+  if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') return JSON.stringify(err.meta ?? {});
+  const text = `${(err as { code?: string }).code ?? ''} ${(err as Error).message ?? ''} ${JSON.stringify((err as { meta?: unknown }).meta ?? {})}`;
+  return /23505|unique constraint/i.test(text) ? text : null;
+}
 
 /** A canonical JSON text: the same workflow gives the same hash whatever its key order. */
 function canonical(value: unknown): string {
@@ -85,10 +93,6 @@ export class SubmissionService {
       if (replay) return { job: replay, replayed: true };
     }
     if (account.creditBalance <= 0n) throw new ApiError('insufficient_credits', 'The account has no credits left.');
-    const queued = await this.db.job.count({ where: { accountId: account.id, status: 'queued' } });
-    if (queued >= account.maxQueuedJobs) {
-      throw ApiError.retryAfter('queue_full', `The account already has ${queued} queued jobs, its limit.`, 10);
-    }
 
     const jobId = req.jobId ?? randomUUID();
     const now = Date.now();
@@ -97,45 +101,63 @@ export class SubmissionService {
     if (req.extraData && Object.keys(req.extraData).length > 0) {
       await this.pipeline.vault.put(jobId, req.extraData, cfg.queueTimeoutSeconds + cfg.executionTimeoutSeconds + 600);
     }
-    let job: Job;
+    let job: Job | null;
     try {
-      job = await this.db.$transaction(async (tx) => {
-        const created = await tx.job.create({
-          data: {
-            id: jobId,
-            accountId: account.id,
-            workflow: workflow as object,
-            outputNodes: outputs,
-            source: req.source,
-            clientId: req.clientId ?? null,
-            deploymentId: req.deployment?.id ?? null,
-            expiresAt: new Date(now + cfg.retentionSeconds * 1000),
-            queueDeadlineAt: new Date(now + cfg.queueTimeoutSeconds * 1000),
-          },
-        });
-        if (req.idempotencyKey) {
-          await tx.idempotencyRecord.create({
-            data: { accountId: account.id, key: req.idempotencyKey, requestHash, jobId, expiresAt: new Date(now + IDEMPOTENCY_TTL_MS) },
-          });
-        }
-        return created;
+      job = await this.insert(account, req, {
+        id: jobId,
+        workflow,
+        outputs,
+        requestHash,
+        expiresAt: new Date(now + cfg.retentionSeconds * 1000),
+        queueDeadlineAt: new Date(now + cfg.queueTimeoutSeconds * 1000),
+        idempotencyExpiresAt: new Date(now + IDEMPOTENCY_TTL_MS),
       });
     } catch (err) {
       await this.pipeline.vault.delete(jobId).catch(() => undefined);
-      if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') {
-        const target = JSON.stringify(err.meta ?? {});
-        // A concurrent duplicate won the race for this key: answer with its job.
-        if (req.idempotencyKey && /idempotency|key/.test(target)) {
-          const replay = await this.replay(account, req.idempotencyKey, requestHash);
-          if (replay) return { job: replay, replayed: true };
-        }
-        if (req.jobId) throw ApiError.invalid('A job with this prompt_id already exists.');
+      const violated = uniqueViolation(err);
+      // A concurrent duplicate won the race for this key: answer with its job.
+      if (violated && req.idempotencyKey && violated.includes('idempotency')) {
+        const replay = await this.replay(account, req.idempotencyKey, requestHash);
+        if (replay) return { job: replay, replayed: true };
       }
+      if (violated && req.jobId && violated.includes('jobs_pkey')) throw ApiError.invalid('A job with this prompt_id already exists.');
       throw err;
+    }
+    if (!job) {
+      await this.pipeline.vault.delete(jobId).catch(() => undefined);
+      throw ApiError.retryAfter('queue_full', `The account already has ${account.maxQueuedJobs} queued jobs, its limit.`, 10);
     }
     await this.pipeline.events.append(job.id, account.id, 'status', { status: 'queued', queue_position: null }).catch(() => undefined);
     this.pipeline.kick();
     return { job, replayed: false };
+  }
+
+  /**
+   * One statement: the queue-limit check, the job and its idempotency record. Null when the
+   * account's queue is full. A duplicate key fails the whole statement, so no job is left behind.
+   */
+  private async insert(
+    account: Account,
+    req: SubmitRequest,
+    j: { id: string; workflow: ApiWorkflow; outputs: string[]; requestHash: string; expiresAt: Date; queueDeadlineAt: Date; idempotencyExpiresAt: Date },
+  ): Promise<Job | null> {
+    const key = req.idempotencyKey ?? null;
+    const rows = await this.db.$queryRaw<Record<string, unknown>[]>`
+      WITH room AS (
+        SELECT count(*) < ${account.maxQueuedJobs} AS ok FROM jobs WHERE account_id = ${account.id}::uuid AND status = 'queued'
+      ), job AS (
+        INSERT INTO jobs (id, account_id, workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at)
+        SELECT ${j.id}::uuid, ${account.id}::uuid, ${JSON.stringify(j.workflow)}::jsonb, ${j.outputs}::text[], ${req.source},
+               ${req.clientId ?? null}, ${req.deployment?.id ?? null}, ${j.expiresAt}, ${j.queueDeadlineAt}
+        FROM room WHERE room.ok
+        RETURNING *
+      ), idem AS (
+        INSERT INTO idempotency_records (account_id, key, request_hash, job_id, expires_at)
+        SELECT ${account.id}::uuid, ${key}, ${j.requestHash}, id, ${j.idempotencyExpiresAt} FROM job WHERE ${key}::text IS NOT NULL
+        RETURNING job_id
+      )
+      SELECT * FROM job`;
+    return rows[0] ? jobFromRow(rows[0]) : null;
   }
 
   /** The job an unexpired key already maps to; 422 when the key was used for another body. */
