@@ -15,7 +15,7 @@ export async function createApi(config: Config): Promise<NestFastifyApplication>
     bufferLogs: false,
   });
   const fastify = app.getHttpAdapter().getInstance();
-  installHttpHooks(fastify, config);
+  installHttpHooks(fastify);
   await app.register(multipart, {
     limits: { fileSize: config.maxUploadBytes, files: 2, fields: 100, parts: 110, fieldSize: 1024 * 1024, headerPairs: 100 },
     throwFileSizeLimit: true,

@@ -3,7 +3,6 @@ import { LogController, type FastifyInstance, type FastifyServerOptions } from '
 import type { Config } from '#libs/config';
 import { httpRequestObserved } from '#libs/metrics';
 import { deploymentRewriter } from '../surface/request-scope.js';
-import { sendError, toErrorShape } from './error-body.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 // v2 `/jobs/{id}`, v1 `/job/{id}/status` and `/history/{id}`: the job a request is about.
@@ -53,7 +52,7 @@ export function fastifyOptions(config: Config): FastifyServerOptions {
 }
 
 /** Hooks every response passes through, whichever surface served it. */
-export function installHttpHooks(fastify: FastifyInstance, config: Config): void {
+export function installHttpHooks(fastify: FastifyInstance): void {
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -64,10 +63,6 @@ export function installHttpHooks(fastify: FastifyInstance, config: Config): void
     // Off by default (see logController above); LOG_LEVEL=debug traces every request.
     request.log.debug({ method: request.method, url: redactUrl(request.url), route, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request completed');
   });
-  // Errors raised before a Nest handler runs (body parsing, limits) get the same shapes.
-  fastify.setErrorHandler((error, request, reply) => {
-    const shape = toErrorShape(error);
-    if (shape.unexpected) request.log.error({ err: error }, 'unexpected error');
-    return sendError(request, reply, shape, config.api.basePath);
-  });
+  // Errors raised before a Nest handler runs (body parsing, limits) reach the global exception
+  // filter through the error handler Nest installs on Fastify, so they leave in the same shapes.
 }
