@@ -48,6 +48,7 @@ const TYPES: Record<string, string> = {
   '.webm': 'video/webm',
   '.mov': 'video/quicktime',
   '.mkv': 'video/x-matroska',
+  '.avi': 'video/x-msvideo',
   '.apng': 'image/apng',
   '.wav': 'audio/wav',
   '.mp3': 'audio/mpeg',

@@ -79,9 +79,14 @@ export class Dispatcher {
     let handed = 0;
     for (const row of picked) {
       const now = new Date();
-      const claimed = await this.db.job.updateMany({ where: { id: row.id, status: 'queued', dispatchedAt: null }, data: { dispatchedAt: now } });
-      if (claimed.count === 0) continue;
-      await this.db.account.update({ where: { id: row.account_id }, data: { lastDispatchedAt: now } });
+      // Claim the job and mark its account served, in one statement.
+      const claimed = await this.db.$executeRaw`
+        WITH claimed AS (
+          UPDATE jobs SET dispatched_at = ${now} WHERE id = ${row.id}::uuid AND status = 'queued' AND dispatched_at IS NULL
+          RETURNING account_id
+        )
+        UPDATE accounts SET last_dispatched_at = ${now} FROM claimed WHERE accounts.id = claimed.account_id`;
+      if (claimed === 0) continue;
       await this.queue.add('run', { jobId: row.id, accountId: row.account_id }, { jobId: runJobId(row.id, now) });
       handed++;
     }
@@ -131,15 +136,16 @@ export async function queuePositionOf(db: Db, jobId: string): Promise<number | n
     )
     SELECT ((SELECT count(*) FROM jobs WHERE status = 'queued' AND dispatched_at IS NOT NULL)
             + (mine.rank - 1)
-            + coalesce(sum(
-                greatest(0, least(w.q, mine.key - coalesce(b.n, 0) - 1))
-                + CASE WHEN mine.key - coalesce(b.n, 0) BETWEEN 1 AND w.q
-                        AND ((a.last_dispatched_at IS NULL AND mine.my_last IS NOT NULL) OR a.last_dispatched_at < mine.my_last)
-                       THEN 1 ELSE 0 END), 0))::int AS pos
-    FROM mine
-    LEFT JOIN waiting w ON w.account_id <> mine.account_id
-    LEFT JOIN busy b ON b.account_id = w.account_id
-    LEFT JOIN accounts a ON a.id = w.account_id
-    GROUP BY mine.rank, mine.key, mine.my_last`;
+            + coalesce((
+                SELECT sum(
+                  greatest(0, least(w.q, mine.key - coalesce(b.n, 0) - 1))
+                  + CASE WHEN mine.key - coalesce(b.n, 0) BETWEEN 1 AND w.q
+                          AND ((a.last_dispatched_at IS NULL AND mine.my_last IS NOT NULL) OR a.last_dispatched_at < mine.my_last)
+                         THEN 1 ELSE 0 END)
+                FROM waiting w
+                JOIN accounts a ON a.id = w.account_id
+                LEFT JOIN busy b ON b.account_id = w.account_id
+                WHERE w.account_id <> mine.account_id), 0))::int AS pos
+    FROM mine`;
   return rows[0]?.pos ?? null;
 }

@@ -69,7 +69,7 @@ export async function finishJob(
   if (from.length === 0) return null;
   const error = outcome.error ? JSON.stringify(outcome.error) : null;
   const log = outcome.log ?? null;
-  const rows = await db.$queryRaw<{ id: string }[]>`
+  const rows = await db.$queryRaw<Record<string, unknown>[]>`
     WITH done AS (
       UPDATE jobs SET
         status = ${outcome.status}::"JobStatus",
@@ -86,7 +86,7 @@ export async function finishJob(
       WHERE id = ${jobId}::uuid
         AND status = ANY(${from}::"JobStatus"[])
         AND (${guard.workerId ?? null}::text IS NULL OR worker_id = ${guard.workerId ?? null})
-      RETURNING id, account_id, charged_credits
+      RETURNING *
     ), charge AS (
       INSERT INTO credit_ledger (account_id, amount, reason, ref)
       SELECT account_id, -charged_credits, 'job', id::text FROM done WHERE charged_credits > 0
@@ -96,7 +96,41 @@ export async function finishJob(
       UPDATE accounts a SET credit_balance = a.credit_balance + c.amount FROM charge c WHERE a.id = c.account_id
       RETURNING a.id
     )
-    SELECT id FROM done`;
-  if (rows.length === 0) return null;
-  return db.job.findUnique({ where: { id: jobId } });
+    SELECT * FROM done`;
+  return rows[0] ? jobFromRow(rows[0]) : null;
+}
+
+/**
+ * A worker takes a queued job: running, on this worker, with its engine prompt id, one more
+ * attempt, and (first time only) its start, queue wait and run deadline. One statement; null when
+ * the job is no longer queued (canceled or expired while it waited).
+ */
+export async function claimJob(
+  db: Db,
+  jobId: string,
+  claim: { workerId: string; enginePromptId: string; executionTimeoutSeconds: number },
+): Promise<{ job: Job; firstStart: boolean } | null> {
+  const rows = await db.$queryRaw<(Record<string, unknown> & { first_start: boolean })[]>`
+    UPDATE jobs SET
+      status = 'running',
+      worker_id = ${claim.workerId},
+      engine_prompt_id = ${claim.enginePromptId},
+      attempts = attempts + 1,
+      started_at = coalesce(started_at, now()),
+      queue_ms = coalesce(queue_ms, greatest(0, floor(extract(epoch FROM (now() - created_at)) * 1000))::int),
+      run_deadline_at = coalesce(run_deadline_at, now() + make_interval(secs => ${claim.executionTimeoutSeconds})),
+      updated_at = now()
+    WHERE id = ${jobId}::uuid AND status = 'queued'
+    RETURNING *, (attempts = 1) AS first_start`;
+  const row = rows[0];
+  if (!row) return null;
+  const { first_start: firstStart, ...job } = row;
+  return { job: jobFromRow(job), firstStart };
+}
+
+/** A `jobs` row from raw SQL in the shape Prisma gives it (snake_case columns to camelCase). */
+export function jobFromRow(row: Record<string, unknown>): Job {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(row)) out[k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())] = v;
+  return out as unknown as Job;
 }

@@ -77,6 +77,33 @@ describe('worker driving the sim-engine', () => {
     expect(outputEvents).toHaveLength(1);
   });
 
+  it('stores every kind of output the engine reports: image, video, audio, text and plain files', async () => {
+    const jobId = await probe.place(account.id, {
+      '1': { class_type: 'EmptyImage', inputs: { width: 16, height: 16, batch_size: 3, color: 0x336699 } },
+      '2': { class_type: 'SimSaveVideo', inputs: { images: ['1', 0], filename_prefix: 'video/clip', fps: 8 } },
+      '3': { class_type: 'SimAudioTone', inputs: { seconds: 0.2, frequency: 440, sample_rate: 8000 } },
+      '4': { class_type: 'SaveAudio', inputs: { audio: ['3', 0], filename_prefix: 'audio/tone' } },
+      '5': { class_type: 'PrimitiveString', inputs: { value: 'hello from the engine' } },
+      '6': { class_type: 'PreviewAny', inputs: { source: ['5', 0] } },
+      '7': { class_type: 'SimLargeFile', inputs: { size_bytes: 1000, filename_prefix: 'blob', seed: 1 } },
+      '8': { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'frames' } },
+    });
+    const job = await probe.waitFor(jobId, ['succeeded', 'failed'], 30_000);
+    expect(job.error).toBeNull();
+    const outputs = await stack.db.jobOutput.findMany({ where: { jobId }, include: { asset: true }, orderBy: { id: 'asc' } });
+    const byNode = (id: string) => outputs.filter((o) => o.nodeId === id);
+    expect(byNode('2').map((o) => [o.type, o.asset.contentType])).toEqual([['video', 'video/x-msvideo']]);
+    expect(byNode('4').map((o) => [o.type, o.asset.contentType])).toEqual([['audio', 'audio/flac']]);
+    expect(byNode('6').map((o) => [o.type, o.engineKey])).toEqual([['text', 'text']]);
+    expect(byNode('7').map((o) => o.type)).toEqual(['file']);
+    expect(byNode('8').map((o) => o.type)).toEqual(['image', 'image', 'image']);
+    const { S3BlobStoreProbe } = await import('../support/blobs.js');
+    const video = await S3BlobStoreProbe.read(stack, byNode('2')[0]!.asset.blobHash);
+    expect(video.subarray(0, 4).toString('latin1')).toBe('RIFF');
+    expect(video.subarray(8, 12).toString('latin1')).toBe('AVI ');
+    expect((await S3BlobStoreProbe.read(stack, byNode('6')[0]!.asset.blobHash)).toString()).toBe('hello from the engine');
+  });
+
   it('fails with the node id when a node raises', async () => {
     const jobId = await probe.place(account.id, {
       '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },

@@ -6,6 +6,7 @@ import { EngineValidationError, type EngineClient, type EngineMessage, type Engi
 import {
   finishJob,
   publishAccountMessage,
+  claimJob,
   transition,
   type ExtraDataVault,
   type JobEventLog,
@@ -63,29 +64,22 @@ export class JobRunner {
 
   async run(jobId: string): Promise<void> {
     const { db, config, workerId } = this.d;
-    this.stage = 'loading';
-    const found = await db.job.findUnique({ where: { id: jobId } });
-    if (!found || found.status !== 'queued') return; // canceled or expired while waiting
-    const now = new Date();
     this.stage = 'claiming';
-    const job = await transition(db, jobId, ['queued'], 'running', {
-      workerId,
-      attempts: { increment: 1 },
-      startedAt: found.startedAt ?? now,
-      queueMs: found.queueMs ?? Math.max(0, now.getTime() - found.createdAt.getTime()),
-      runDeadlineAt: found.runDeadlineAt ?? new Date(now.getTime() + config.jobs.executionTimeoutSeconds * 1000),
-    });
-    if (!job) return;
+    // The engine prompt id is chosen now so the claim records it in the same statement.
+    const promptId = randomUUID();
+    const claimed = await claimJob(db, jobId, { workerId, enginePromptId: promptId, executionTimeoutSeconds: config.jobs.executionTimeoutSeconds });
+    if (!claimed) return; // canceled or expired while waiting
+    const job = claimed.job;
     // Every line about this job carries its id.
     const log = this.d.log.child({ job_id: jobId });
     // Waiting is measured once, on the first start; a handed-back job keeps its original wait.
-    if (found.queueMs === null && job.queueMs !== null) queueWaitObserved(job.queueMs / 1000);
+    if (claimed.firstStart && job.queueMs !== null) queueWaitObserved(job.queueMs / 1000);
     log('info', 'job started', { queue_ms: job.queueMs, attempt: job.attempts });
     this.stage = 'announcing';
     await this.status(job, 'running');
     let ending: Ending;
     try {
-      ending = await this.execute(job, log);
+      ending = await this.execute(job, promptId, log);
     } catch (err) {
       log('error', 'job run failed unexpectedly', { err: (err as Error).message });
       ending = { outcome: { status: 'failed', error: { code: 'worker_error', message: 'The worker failed while running this job.' } } };
@@ -130,7 +124,7 @@ export class JobRunner {
     await this.d.events.append(job.id, job.accountId, 'status', { status, queue_position: null });
   }
 
-  private async execute(job: Job, jobLog: Log): Promise<Ending> {
+  private async execute(job: Job, promptId: string, jobLog: Log): Promise<Ending> {
     const { db, engine, socket, store, events, config, keys, redis } = this.d;
     const workflow = job.workflow as unknown as ApiWorkflow;
     let staged: ApiWorkflow;
@@ -141,8 +135,6 @@ export class JobRunner {
       if (err instanceof StagingError) return { outcome: { status: 'failed', error: { code: 'missing_asset', message: err.message } } };
       return { handBack: `Could not stage inputs on the engine: ${(err as Error).message}` };
     }
-    const promptId = randomUUID();
-    await db.job.update({ where: { id: job.id }, data: { enginePromptId: promptId } });
 
     const outputs = new OutputStore(db, store, engine, events);
     const stored: StoredOutput[] = [];
@@ -207,7 +199,12 @@ export class JobRunner {
           await forwardV1({ type: 'executed', data: { ...(message.data as object), output: refs } });
         });
       },
-      forward: (message) => enqueue(() => forwardV1(message)),
+      // In line behind any output still being stored, but not waited for: commands on one Redis
+      // connection keep their order, so later messages still follow.
+      forward: (message) =>
+        enqueue(async () => {
+          void forwardV1(message).catch(() => undefined);
+        }),
     });
 
     const onMessage = (m: EngineMessage) => ctx.onMessage(m);

@@ -173,13 +173,14 @@ export class WorkerProcess {
   }
 
   private async process(payload: RunPayload): Promise<void> {
+    // State reports are for operators; scheduling reads BullMQ's counts, so nothing waits on them.
     this.state = 'busy';
-    await this.report().catch(() => undefined);
+    void this.report().catch(() => undefined);
     try {
       await this.runner.run(payload.jobId);
     } finally {
       this.state = this.stopping ? 'stopping' : 'idle';
-      await this.report().catch(() => undefined);
+      void this.report().catch(() => undefined);
       if (!this.stopping) void this.dispatcher.kick().catch(() => undefined);
     }
   }

@@ -8,7 +8,7 @@ import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { linkBase } from '../surface/request-scope.js';
 import { JobPipeline } from './job-pipeline.js';
-import { jobFromRow } from './job-row.js';
+import { jobFromRow } from '#libs/jobs';
 
 export type JobWithOutputs = Job & { outputs: (JobOutput & { asset: Asset & { blob: Blob } })[] };
 

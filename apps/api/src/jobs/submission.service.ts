@@ -4,10 +4,10 @@ import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
 import { Prisma, type Account, type Db, type Deployment, type Job } from '#libs/db';
 import { assetRefIds, validateWorkflow, workflowFormat, type ApiWorkflow, type NodeDefinitions, type ValidationOutcome } from '#libs/workflow';
+import { jobFromRow } from '#libs/jobs';
 import { CONFIG, DB } from '../core/tokens.js';
 import { JobPipeline } from './job-pipeline.js';
 import { checkPinnedStructure } from './deployment-rules.js';
-import { jobFromRow } from './job-row.js';
 
 export interface SubmitRequest {
   workflow: unknown;

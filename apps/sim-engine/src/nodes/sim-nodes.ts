@@ -1,8 +1,11 @@
 /** Test nodes of our own (class names prefixed `Sim`); not part of a real engine. */
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { once } from 'node:events';
 import type { NodeDefinition } from '#libs/engine-protocol';
+import jpeg from 'jpeg-js';
+import { encodeMjpegAvi } from '../avi.js';
+import { toRawRgba, type ImageBatch } from '../image.js';
 import { counterName } from '../storage.js';
 import { NodeException, type SimNode } from './types.js';
 import { prng, type AudioValue } from './values.js';
@@ -159,7 +162,35 @@ const simAudioTone: SimNode = {
   },
 };
 
+/** A real video output: the batch as a Motion-JPEG AVI, reported like the engine's video savers. */
+const simSaveVideo: SimNode = {
+  definition: () =>
+    simDefinition({
+      name: 'SimSaveVideo',
+      display: 'Sim Save Video',
+      description: 'Writes the image batch as a Motion-JPEG AVI (one frame per image). UI output key: `images`, with `animated`.',
+      required: {
+        images: ['IMAGE', {}],
+        filename_prefix: ['STRING', { default: 'video/ComfyUI' }],
+        fps: ['FLOAT', { default: 8.0, min: 0.01, max: 120.0, step: 0.01 }],
+      },
+      outputNode: true,
+    }),
+  execute(inputs, ctx) {
+    const images = inputs.images as ImageBatch;
+    const frames = images.frames.map((_, i) => {
+      const raw = toRawRgba(images, i, undefined);
+      return Buffer.from(jpeg.encode({ data: Buffer.from(raw.data), width: raw.width, height: raw.height }, 85).data);
+    });
+    const { folder, filename, counter, subfolder } = ctx.storage.savePath(String(inputs.filename_prefix), ctx.storage.outputDir, images.width, images.height);
+    const file = counterName(filename, counter, 'avi');
+    writeFileSync(path.join(folder, file), encodeMjpegAvi(frames, images.width, images.height, Number(inputs.fps)));
+    return { outputs: [], ui: { images: [{ filename: file, subfolder, type: 'output' }], animated: [true] } };
+  },
+};
+
 export const SIM_NODES: Record<string, SimNode> = {
+  SimSaveVideo: simSaveVideo,
   SimSleep: simSleep,
   SimFail: simFail,
   SimLargeFile: simLargeFile,
