@@ -1,5 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import {
   decodeBinaryFrame,
   encodePreviewImageFrame,
@@ -12,7 +13,8 @@ import {
   pythonJsonDumps,
 } from './index.js';
 
-const TRANSCRIPTS = '/work/shared/engine-transcripts';
+// The recordings live in shared/, beside the repository (a clone anywhere finds them there).
+const TRANSCRIPTS = [fileURLToPath(new URL('../../../shared/engine-transcripts', import.meta.url)), '/work/shared/engine-transcripts'].find((p) => existsSync(p)) ?? '/work/shared/engine-transcripts';
 type Ev = { kind: string; body: unknown };
 const load = (name: string): Ev[] => JSON.parse(readFileSync(`${TRANSCRIPTS}/${name}.json`, 'utf8')) as Ev[];
 

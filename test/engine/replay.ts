@@ -2,12 +2,14 @@
  * Replays a recorded engine scenario against a running engine and returns, per WebSocket
  * connection and per HTTP exchange, the recorded and actual traffic normalised for comparison.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { buildMultipartBody, decodeBinaryFrame, type BinaryFrame } from '#libs/engine-protocol';
 
-export const TRANSCRIPTS = '/work/shared/engine-transcripts';
+// The recordings live in shared/, beside the repository (a clone anywhere finds them there).
+export const TRANSCRIPTS = [fileURLToPath(new URL('../../../shared/engine-transcripts', import.meta.url)), '/work/shared/engine-transcripts'].find((p) => existsSync(p)) ?? '/work/shared/engine-transcripts';
 
 export interface RecordedEvent {
   seq: number;
