@@ -10,8 +10,9 @@ ARG NODE_IMAGE=node:20-bookworm-slim
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm install, not npm ci: npm ci rejects this lock for lacking other platforms' optional binaries.
 RUN --mount=type=cache,target=/root/.npm \
-    npm ci --no-audit --no-fund --loglevel=error
+    npm install --no-audit --no-fund --loglevel=error
 
 # --- compile ------------------------------------------------------------------------------------
 FROM deps AS build
@@ -33,7 +34,7 @@ FROM ${NODE_IMAGE} AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm \
-    npm ci --omit=dev --no-audit --no-fund --loglevel=error
+    npm install --omit=dev --no-audit --no-fund --loglevel=error
 
 # --- runtime ------------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime

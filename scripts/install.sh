@@ -2,8 +2,10 @@
 # Installs dependencies, generates the Prisma client and builds every app into dist/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# `npm install` honours package-lock.json; `npm ci` here rejects the lock for lacking other
+# platforms' optional binaries (napi-rs, swc), which npm itself does not write into it.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+  npm install --no-audit --no-fund --loglevel=error
 fi
 node scripts/prisma-generate.mjs
 npx tsc -p tsconfig.build.json
