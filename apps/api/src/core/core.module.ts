@@ -23,7 +23,9 @@ export class CoreModule implements OnApplicationShutdown {
         {
           provide: REDIS,
           // Producers fail fast instead of queueing commands while Redis is away.
-          useFactory: () => new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 2, lazyConnect: false }),
+          useFactory: () =>
+            // Auto-pipelining sends the commands of concurrent requests in one socket write.
+            new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 2, lazyConnect: false, enableAutoPipelining: true }),
         },
         { provide: BLOB_STORE, useFactory: () => createBlobStore(config) },
       ],

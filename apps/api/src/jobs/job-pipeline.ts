@@ -36,6 +36,8 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
   private readonly sweeper: Sweeper;
   private positions: { at: number; map: Promise<Map<string, number>> } | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
+  private kicking = false;
+  private kickAgain = false;
 
   constructor(
     @Inject(CONFIG) readonly config: Config,
@@ -69,7 +71,23 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
 
   /** Fire and forget: a submission never waits on scheduling. */
   kick(): void {
-    void this.dispatcher.kick().catch(() => undefined);
+    // Under a burst of submissions one dispatch at a time per replica is enough: kicks that come
+    // in meanwhile fold into a single follow-up pass.
+    if (this.kicking) {
+      this.kickAgain = true;
+      return;
+    }
+    this.kicking = true;
+    void this.dispatcher
+      .kick()
+      .catch(() => undefined)
+      .finally(() => {
+        this.kicking = false;
+        if (this.kickAgain) {
+          this.kickAgain = false;
+          this.kick();
+        }
+      });
   }
 
   /**

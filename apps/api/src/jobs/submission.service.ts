@@ -2,10 +2,10 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
-import { Prisma, type Account, type Db, type Deployment, type Job } from '#libs/db';
+import type { Account, Db, Deployment, Job } from '#libs/db';
 import { assetRefIds, validateWorkflow, workflowFormat, type ApiWorkflow, type NodeDefinitions, type ValidationOutcome } from '#libs/workflow';
-import { jobFromRow } from '#libs/jobs';
 import { CONFIG, DB } from '../core/tokens.js';
+import { InsertBatcher, type NewJobRow } from './insert-batcher.js';
 import { JobPipeline } from './job-pipeline.js';
 import { checkPinnedStructure } from './deployment-rules.js';
 
@@ -31,12 +31,6 @@ export class WorkflowRejected extends Error {
 
 const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
-/** The violated constraint of a unique violation (PostgreSQL 23505), or null. */
-function uniqueViolation(err: unknown): string | null {
-  if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') return JSON.stringify(err.meta ?? {});
-  const text = `${(err as { code?: string }).code ?? ''} ${(err as Error).message ?? ''} ${JSON.stringify((err as { meta?: unknown }).meta ?? {})}`;
-  return /23505|unique constraint/i.test(text) ? text : null;
-}
 
 /** A canonical JSON text: the same workflow gives the same hash whatever its key order. */
 function canonical(value: unknown): string {
@@ -61,7 +55,11 @@ export class SubmissionService {
     @Inject(DB) private readonly db: Db,
     @Inject(CONFIG) private readonly config: Config,
     private readonly pipeline: JobPipeline,
-  ) {}
+  ) {
+    this.batcher = new InsertBatcher(db);
+  }
+
+  private readonly batcher: InsertBatcher;
 
   async definitions(): Promise<NodeDefinitions> {
     const defs = await this.pipeline.definitions.get();
@@ -101,63 +99,51 @@ export class SubmissionService {
     if (req.extraData && Object.keys(req.extraData).length > 0) {
       await this.pipeline.vault.put(jobId, req.extraData, cfg.queueTimeoutSeconds + cfg.executionTimeoutSeconds + 600);
     }
-    let job: Job | null;
+    const row: NewJobRow = {
+      id: jobId,
+      accountId: account.id,
+      workflow,
+      outputNodes: outputs,
+      source: req.source,
+      clientId: req.clientId ?? null,
+      deploymentId: req.deployment?.id ?? null,
+      expiresAt: new Date(now + cfg.retentionSeconds * 1000),
+      queueDeadlineAt: new Date(now + cfg.queueTimeoutSeconds * 1000),
+      idempotencyKey: req.idempotencyKey ?? null,
+      requestHash,
+      idempotencyExpiresAt: new Date(now + IDEMPOTENCY_TTL_MS),
+      maxQueued: account.maxQueuedJobs,
+    };
+    let job: Job | null = null;
     try {
-      job = await this.insert(account, req, {
-        id: jobId,
-        workflow,
-        outputs,
-        requestHash,
-        expiresAt: new Date(now + cfg.retentionSeconds * 1000),
-        queueDeadlineAt: new Date(now + cfg.queueTimeoutSeconds * 1000),
-        idempotencyExpiresAt: new Date(now + IDEMPOTENCY_TTL_MS),
-      });
+      for (let attempt = 0; attempt < 2 && !job; attempt++) {
+        const result = await this.batcher.insert(row);
+        if (result.kind === 'created') job = result.job;
+        else if (result.kind === 'queue_full') {
+          throw ApiError.retryAfter('queue_full', `The account already has ${account.maxQueuedJobs} queued jobs, its limit.`, 10);
+        } else if (result.kind === 'id_taken') {
+          throw ApiError.invalid('A job with this prompt_id already exists.');
+        } else {
+          // The key is taken: by a concurrent duplicate (answer with its job), or by an expired
+          // record that replay() just removed (then insert again).
+          const replay = await this.replay(account, req.idempotencyKey!, requestHash);
+          if (replay) {
+            await this.pipeline.vault.delete(jobId).catch(() => undefined);
+            return { job: replay, replayed: true };
+          }
+        }
+      }
     } catch (err) {
       await this.pipeline.vault.delete(jobId).catch(() => undefined);
-      const violated = uniqueViolation(err);
-      // A concurrent duplicate won the race for this key: answer with its job.
-      if (violated && req.idempotencyKey && violated.includes('idempotency')) {
-        const replay = await this.replay(account, req.idempotencyKey, requestHash);
-        if (replay) return { job: replay, replayed: true };
-      }
-      if (violated && req.jobId && violated.includes('jobs_pkey')) throw ApiError.invalid('A job with this prompt_id already exists.');
       throw err;
     }
     if (!job) {
       await this.pipeline.vault.delete(jobId).catch(() => undefined);
-      throw ApiError.retryAfter('queue_full', `The account already has ${account.maxQueuedJobs} queued jobs, its limit.`, 10);
+      throw new ApiError('service_unavailable', 'The job could not be recorded; retry.', undefined, { 'retry-after': '1' });
     }
     await this.pipeline.events.append(job.id, account.id, 'status', { status: 'queued', queue_position: null }).catch(() => undefined);
     this.pipeline.kick();
     return { job, replayed: false };
-  }
-
-  /**
-   * One statement: the queue-limit check, the job and its idempotency record. Null when the
-   * account's queue is full. A duplicate key fails the whole statement, so no job is left behind.
-   */
-  private async insert(
-    account: Account,
-    req: SubmitRequest,
-    j: { id: string; workflow: ApiWorkflow; outputs: string[]; requestHash: string; expiresAt: Date; queueDeadlineAt: Date; idempotencyExpiresAt: Date },
-  ): Promise<Job | null> {
-    const key = req.idempotencyKey ?? null;
-    const rows = await this.db.$queryRaw<Record<string, unknown>[]>`
-      WITH room AS (
-        SELECT count(*) < ${account.maxQueuedJobs} AS ok FROM jobs WHERE account_id = ${account.id}::uuid AND status = 'queued'
-      ), job AS (
-        INSERT INTO jobs (id, account_id, workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at)
-        SELECT ${j.id}::uuid, ${account.id}::uuid, ${JSON.stringify(j.workflow)}::jsonb, ${j.outputs}::text[], ${req.source},
-               ${req.clientId ?? null}, ${req.deployment?.id ?? null}, ${j.expiresAt}, ${j.queueDeadlineAt}
-        FROM room WHERE room.ok
-        RETURNING *
-      ), idem AS (
-        INSERT INTO idempotency_records (account_id, key, request_hash, job_id, expires_at)
-        SELECT ${account.id}::uuid, ${key}, ${j.requestHash}, id, ${j.idempotencyExpiresAt} FROM job WHERE ${key}::text IS NOT NULL
-        RETURNING job_id
-      )
-      SELECT * FROM job`;
-    return rows[0] ? jobFromRow(rows[0]) : null;
   }
 
   /** The job an unexpired key already maps to; 422 when the key was used for another body. */
