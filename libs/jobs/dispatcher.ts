@@ -115,26 +115,33 @@ export async function queuePositions(db: Db): Promise<Map<string, number>> {
 }
 
 /**
- * The position of one waiting job without ranking the whole queue: per-account counts of waiting
- * and running jobs give how many of each account's jobs the round-robin puts ahead of it. Used for
- * a job newer than the last full ranking (a fresh submission); agrees with `queuePositions`.
+ * Positions of some waiting jobs without ranking the whole queue: per-account counts of waiting
+ * and running jobs give how many of each account's jobs the round-robin puts ahead of each one.
+ * Used for jobs newer than the last full ranking (fresh submissions); agrees with `queuePositions`.
  */
-export async function queuePositionOf(db: Db, jobId: string): Promise<number | null> {
-  const rows = await db.$queryRaw<{ pos: number | null }[]>`
-    WITH me AS (
-      SELECT j.account_id, a.last_dispatched_at AS my_last,
-             (SELECT count(*) FROM jobs x WHERE x.account_id = j.account_id AND x.status = 'queued' AND x.dispatched_at IS NULL
-                AND (x.created_at, x.id) < (j.created_at, j.id))::int + 1 AS rank
-      FROM jobs j JOIN accounts a ON a.id = j.account_id
-      WHERE j.id = ${jobId}::uuid AND j.status = 'queued' AND j.dispatched_at IS NULL
+export async function queuePositionsOf(db: Db, jobIds: string[]): Promise<Map<string, number>> {
+  if (jobIds.length === 0) return new Map();
+  const rows = await db.$queryRaw<{ id: string; pos: number }[]>`
+    WITH wanted AS (
+      SELECT j.id, j.account_id FROM jobs j
+      WHERE j.id = ANY(${jobIds}::uuid[]) AND j.status = 'queued' AND j.dispatched_at IS NULL
+    ), ranked AS (
+      SELECT id, account_id, row_number() OVER (PARTITION BY account_id ORDER BY created_at, id)::int AS rank
+      FROM jobs
+      WHERE status = 'queued' AND dispatched_at IS NULL AND account_id IN (SELECT account_id FROM wanted)
     ), busy AS (
       SELECT account_id, count(*)::int AS n FROM jobs WHERE status IN ('running', 'canceling') GROUP BY account_id
     ), waiting AS (
       SELECT account_id, count(*)::int AS q FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL GROUP BY account_id
     ), mine AS (
-      SELECT me.*, me.rank + coalesce((SELECT n FROM busy WHERE busy.account_id = me.account_id), 0) AS key FROM me
+      SELECT w.id, w.account_id, r.rank, r.rank + coalesce(b.n, 0) AS key, a.last_dispatched_at AS my_last
+      FROM wanted w
+      JOIN ranked r ON r.id = w.id
+      JOIN accounts a ON a.id = w.account_id
+      LEFT JOIN busy b ON b.account_id = w.account_id
     )
-    SELECT ((SELECT count(*) FROM jobs WHERE status = 'queued' AND dispatched_at IS NOT NULL)
+    SELECT mine.id,
+           ((SELECT count(*) FROM jobs WHERE status = 'queued' AND dispatched_at IS NOT NULL)
             + (mine.rank - 1)
             + coalesce((
                 SELECT sum(
@@ -147,5 +154,5 @@ export async function queuePositionOf(db: Db, jobId: string): Promise<number | n
                 LEFT JOIN busy b ON b.account_id = w.account_id
                 WHERE w.account_id <> mine.account_id), 0))::int AS pos
     FROM mine`;
-  return rows[0]?.pos ?? null;
+  return new Map(rows.map((r) => [r.id, r.pos]));
 }

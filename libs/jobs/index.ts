@@ -10,7 +10,7 @@ export { createRunQueue, runJobId, jobIdOfRun } from './run-queue.js';
 export type { RunPayload } from './run-queue.js';
 export { WorkerRegistry, WORKER_STALE_MS } from './worker-registry.js';
 export type { WorkerInfo, WorkerState } from './worker-registry.js';
-export { Dispatcher, queuePositions, queuePositionOf } from './dispatcher.js';
+export { Dispatcher, queuePositions, queuePositionsOf } from './dispatcher.js';
 export { Sweeper } from './sweeper.js';
 export type { SweeperOptions, SweepReport } from './sweeper.js';
 export { publishNodeDefinitions, NodeDefinitionsCache } from './node-definitions.js';

@@ -12,7 +12,7 @@ import {
   WorkerRegistry,
   createRunQueue,
   jobKeys,
-  queuePositionOf,
+  queuePositionsOf,
   queuePositions,
   type JobKeys,
   type RunPayload,
@@ -99,7 +99,23 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
     if (!this.positions || now - this.positions.at > POSITIONS_TTL_MS) {
       this.positions = { at: now, map: queuePositions(this.db) };
     }
-    if (this.positions.at < createdAt.getTime()) return queuePositionOf(this.db, jobId);
+    if (this.positions.at < createdAt.getTime()) return this.freshPosition(jobId);
     return (await this.positions.map).get(jobId) ?? null;
+  }
+
+  private freshIds: { id: string; resolve: (pos: number | null) => void; reject: (e: unknown) => void }[] = [];
+
+  /** Fresh submissions of one turn of the event loop share one position query. */
+  private freshPosition(jobId: string): Promise<number | null> {
+    return new Promise((resolve, reject) => {
+      if (this.freshIds.push({ id: jobId, resolve, reject }) > 1) return;
+      setImmediate(() => {
+        const batch = this.freshIds.splice(0);
+        queuePositionsOf(this.db, batch.map((b) => b.id)).then(
+          (found) => batch.forEach((b) => b.resolve(found.get(b.id) ?? null)),
+          (err: unknown) => batch.forEach((b) => b.reject(err)),
+        );
+      });
+    });
   }
 }
