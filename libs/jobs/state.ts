@@ -47,6 +47,8 @@ export interface Outcome {
   status: 'succeeded' | 'failed' | 'canceled' | 'expired';
   error?: { code: string; message: string; node_id?: string | null; class_type?: string | null; traceback?: string | null } | null;
   log?: { text: string; truncated: boolean } | null;
+  /** The last progress snapshot, stored with the terminal status. */
+  progress?: object | null;
 }
 
 /**
@@ -69,6 +71,7 @@ export async function finishJob(
   if (from.length === 0) return null;
   const error = outcome.error ? JSON.stringify(outcome.error) : null;
   const log = outcome.log ?? null;
+  const progress = outcome.progress ? JSON.stringify(outcome.progress) : null;
   const rows = await db.$queryRaw<Record<string, unknown>[]>`
     WITH done AS (
       UPDATE jobs SET
@@ -77,6 +80,7 @@ export async function finishJob(
         execution_ms = CASE WHEN started_at IS NULL THEN NULL
                             ELSE greatest(0, floor(extract(epoch FROM (${now}::timestamptz - started_at)) * 1000))::int END,
         error = coalesce(${error}::jsonb, error),
+        progress = coalesce(${progress}::jsonb, progress),
         charged_credits = CASE WHEN started_at IS NULL THEN 0
                                ELSE ceil(greatest(0, extract(epoch FROM (${now}::timestamptz - started_at))))::bigint * ${creditsPerSecond} END,
         log_text = CASE WHEN ${log !== null} THEN ${log?.text ?? null} ELSE log_text END,

@@ -165,9 +165,10 @@ export class JobRunner {
         if (final) {
           persist.cancel();
           announce.cancel();
+          // The final snapshot is persisted with the terminal status (finishJob); here it is only
+          // announced, in line behind the outputs.
           enqueue(async () => {
-            await write();
-            await send();
+            void send().catch(() => undefined);
           });
         } else {
           persist.run(() => void write().catch(() => undefined));
@@ -291,8 +292,7 @@ export class JobRunner {
     if (handBackReason) return { handBack: handBackReason };
     if (result.kind === 'success') {
       if (outputFailure) return { outcome: { status: 'failed', error: { code: 'output_store_failed', message: (outputFailure as Error).message }, log } };
-      void latestProgress;
-      return { outcome: { status: 'succeeded', log } };
+      return { outcome: { status: 'succeeded', log, progress: latestProgress } };
     }
     if (result.kind === 'error') {
       // The engine's exception type is kept so v1 history can report it as the engine did.

@@ -1,5 +1,5 @@
+import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { createAssetRecord, recordBlob } from '#libs/assets';
 import type { Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import type { JobEventLog } from '#libs/jobs';
@@ -66,18 +66,20 @@ export class OutputStore {
 
     const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : contentTypeFor(name, reportedType);
     const type = outputType(output.key, name, contentType);
-    await recordBlob(this.db, stored);
-    const asset = await createAssetRecord(this.db, {
-      accountId: job.accountId,
-      blobHash: stored.hash,
-      filePath: name,
-      contentType,
-      jobId: job.id,
-      expiresAt: job.expiresAt,
-    });
-    await this.db.jobOutput.create({
-      data: { jobId: job.id, assetId: asset.id, nodeId, type, engineKey: output.key, engineType, name },
-    });
+    // Blob, asset and job output in one statement: all three exist, or none does.
+    const assetId = randomUUID();
+    await this.db.$executeRaw`
+      WITH blob AS (
+        INSERT INTO blobs (hash, size_bytes, storage_key) VALUES (${stored.hash}, ${BigInt(stored.sizeBytes)}, ${stored.storageKey})
+        ON CONFLICT (hash) DO NOTHING
+      ), asset AS (
+        INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at)
+        VALUES (${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt})
+        RETURNING id
+      )
+      INSERT INTO job_outputs (job_id, asset_id, node_id, type, engine_key, engine_type, name)
+      SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`;
+    const asset = { id: assetId };
     await this.events.append(job.id, job.accountId, 'output', {
       id: asset.id,
       node_id: nodeId,

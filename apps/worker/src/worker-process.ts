@@ -91,7 +91,8 @@ export class WorkerProcess {
     this.log = jsonLogger({ role: 'worker', worker_id: this.id }, config.logLevel);
     const keys = jobKeys(config.redisPrefix);
     this.db = createPrismaClient(config.databaseUrl, 5);
-    this.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
+    // Auto-pipelining: the many small writes of a run (events, v1 messages) share socket writes.
+    this.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 3, enableAutoPipelining: true });
     this.redis.on('error', () => undefined);
     this.subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
     this.subscriber.on('error', () => undefined);
