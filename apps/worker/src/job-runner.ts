@@ -75,8 +75,8 @@ export class JobRunner {
     // Waiting is measured once, on the first start; a handed-back job keeps its original wait.
     if (claimed.firstStart && job.queueMs !== null) queueWaitObserved(job.queueMs / 1000);
     log('info', 'job started', { queue_ms: job.queueMs, attempt: job.attempts });
-    this.stage = 'announcing';
-    await this.status(job, 'running');
+    // Not waited for: later events go through the same Redis connection, so they stay behind it.
+    void this.status(job, 'running').catch(() => undefined);
     let ending: Ending;
     try {
       ending = await this.execute(job, promptId, log);

@@ -33,11 +33,13 @@ export class OutputStore {
     private readonly events: JobEventLog,
   ) {}
 
-  async save(job: { id: string; accountId: string; expiresAt: Date }, nodeId: string, output: ReportedOutput): Promise<StoredOutput> {
+  async save(job: { id: string; accountId: string; expiresAt: Date; attempts: number }, nodeId: string, output: ReportedOutput): Promise<StoredOutput> {
     const name = output.kind === 'file' ? output.ref.filename : `${nodeId}_${output.key}_${output.index}.txt`;
-    const existing = await this.db.jobOutput.findUnique({
-      where: { jobId_nodeId_engineKey_name: { jobId: job.id, nodeId, engineKey: output.key, name } },
-    });
+    // Only a job run again can already have this output (stored by the earlier attempt).
+    const existing =
+      job.attempts > 1
+        ? await this.db.jobOutput.findUnique({ where: { jobId_nodeId_engineKey_name: { jobId: job.id, nodeId, engineKey: output.key, name } } })
+        : null;
     const engineType = output.kind === 'file' ? output.ref.type : 'output';
     const v1Ref = { filename: name, subfolder: job.id, type: engineType };
     if (existing) return { assetId: existing.assetId, nodeId, name, type: existing.type, v1Ref };
