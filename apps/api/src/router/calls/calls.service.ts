@@ -215,10 +215,17 @@ export class CallsService {
       .finally(() => this.limits.release(slot));
     if (keyed) {
       this.generations.set(input.callId, generation);
-      const stored = generation.promise.then((result) =>
-        this.usage.completeGeneration(input.callId, input.account.id, result, model.priceCents, this.isCharged(model, result), REPLAYABLE.has(result.bucket)),
-      );
-      this.usage.track(stored.finally(() => this.generations.delete(input.callId)), `result of ${input.callId}`);
+      const dispatchedResult = generation.promise;
+      // The key's final state is written before anyone (the caller, a joined retry) sees the result,
+      // so a retry that follows a failure always finds the key free and dispatches again.
+      generation.promise = dispatchedResult.then(async (result) => {
+        await this.usage
+          .completeGeneration(input.callId, input.account.id, result, model.priceCents, this.isCharged(model, result), REPLAYABLE.has(result.bucket))
+          .catch((err: Error) => this.logger.error(`result of ${input.callId} not stored: ${err.message}`));
+        this.generations.delete(input.callId);
+        return result;
+      });
+      this.usage.track(generation.promise, `result of ${input.callId}`);
     }
     return generation;
   }
