@@ -1,19 +1,11 @@
-import { crc32, deflateSync } from 'node:zlib';
+import { deflateSync } from 'node:zlib';
 import type { WebSocket } from 'ws';
-import { decodePng, encodePng } from '../../apps/api/src/v1/images/png.js';
+import { decodePng, encodePng, pngChunk } from '../../apps/api/src/v1/images/png.js';
 import { applyMaskAlpha } from '../../apps/api/src/v1/images/mask.js';
 import { parseFileValue } from '../../apps/api/src/v1/files/file-names.js';
 import { cloudExceptionType, v1Status } from '../../apps/api/src/v1/jobs/v1-status.js';
 import { ClientSocket, MAX_BUFFERED_BYTES, PREVIEW_DROP_BYTES } from '../../apps/api/src/v1/ws/client-socket.js';
 
-function chunk(type: string, data: Buffer): Buffer {
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(data.length, 0);
-  head.write(type, 4, 'latin1');
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])) >>> 0, 0);
-  return Buffer.concat([head, data, crc]);
-}
 
 /** A PNG from already-filtered scanlines (filter byte 0 each), any colour type and depth. */
 function rawPng(width: number, height: number, depth: number, colorType: number, lines: Buffer[], extra: Buffer[] = [], interlace = 0): Buffer {
@@ -24,7 +16,7 @@ function rawPng(width: number, height: number, depth: number, colorType: number,
   ihdr[9] = colorType;
   ihdr[12] = interlace;
   const body = Buffer.concat(lines.map((l) => Buffer.concat([Buffer.from([0]), l])));
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), ...extra, chunk('IDAT', deflateSync(body)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', ihdr), ...extra, pngChunk('IDAT', deflateSync(body)), pngChunk('IEND', Buffer.alloc(0))]);
 }
 
 describe('v1 PNG codec', () => {
@@ -38,8 +30,8 @@ describe('v1 PNG codec', () => {
   });
 
   it('reads palette images with transparency at 4 bits, 16-bit grey and Adam7-interlaced images', () => {
-    const palette = chunk('PLTE', Buffer.from([255, 0, 0, 0, 255, 0, 0, 0, 255]));
-    const trns = chunk('tRNS', Buffer.from([128]));
+    const palette = pngChunk('PLTE', Buffer.from([255, 0, 0, 0, 255, 0, 0, 0, 255]));
+    const trns = pngChunk('tRNS', Buffer.from([128]));
     const pal = decodePng(rawPng(3, 1, 4, 3, [Buffer.from([0x01, 0x20])], [palette, trns]));
     expect([...pal.rgba]).toEqual([255, 0, 0, 128, 0, 255, 0, 255, 0, 0, 255, 255]);
     const grey = decodePng(rawPng(2, 1, 16, 0, [Buffer.from([0xab, 0xcd, 0x12, 0x34])]));

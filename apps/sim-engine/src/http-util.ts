@@ -24,6 +24,16 @@ export function parseJsonBody(body: unknown): unknown {
 }
 
 /** Our deliberate difference from the engine (which answers 500): a 400 saying what is wrong. */
+/** The body as JSON; or, for a body that is not JSON, the 400 already sent. */
+export function readJsonBody(body: unknown, reply: FastifyReply): { json: unknown; answered?: undefined } | { answered: FastifyReply } {
+  try {
+    return { json: parseJsonBody(body) };
+  } catch (err) {
+    if (err instanceof BadJsonError) return { answered: sendBadJson(reply, err) };
+    throw err;
+  }
+}
+
 export function sendBadJson(reply: FastifyReply, err: BadJsonError): FastifyReply {
   return sendJson(
     reply,

@@ -2,20 +2,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { TERMINAL_SIZE } from '../logs.js';
 import type { EngineState } from '../engine-state.js';
-import { BadJsonError, isPlainObject, parseJsonBody, sendBadJson, sendBadRequest, sendEmpty, sendJson } from '../http-util.js';
+import { isPlainObject, readJsonBody, sendBadRequest, sendEmpty, sendJson } from '../http-util.js';
 
 export function registerLogsRoutes(app: FastifyInstance, state: EngineState): void {
   app.get('/internal/logs', async (_req, reply) => sendJson(reply, state.logs.all().map((l) => `${l.t} - ${l.m}`).join('')));
   app.get('/internal/logs/raw', async (_req, reply) => sendJson(reply, { entries: state.logs.all(), size: TERMINAL_SIZE }));
 
   const subscribe = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-    let json: unknown;
-    try {
-      json = parseJsonBody(req.body);
-    } catch (err) {
-      if (err instanceof BadJsonError) return sendBadJson(reply, err);
-      throw err;
-    }
+    const read = readJsonBody(req.body, reply);
+    if (read.answered) return read.answered;
+    const json = read.json;
     if (!isPlainObject(json) || typeof json.clientId !== 'string' || !('enabled' in json)) {
       return sendBadRequest(reply, 'invalid_request', 'Body must be {"clientId": string, "enabled": boolean}');
     }

@@ -3,20 +3,16 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ApiPrompt, QueueItem } from '#libs/engine-protocol';
 import { queueInfo, type EngineState } from '../engine-state.js';
-import { BadJsonError, isPlainObject, parseJsonBody, sendBadJson, sendBadRequest, sendEmpty, sendJson } from '../http-util.js';
+import { isPlainObject, parseJsonBody, readJsonBody, sendBadRequest, sendEmpty, sendJson } from '../http-util.js';
 
 export function registerPromptRoutes(app: FastifyInstance, state: EngineState): void {
   app.get('/prompt', async (_req, reply) => sendJson(reply, queueInfo(state)));
 
   app.post('/prompt', async (req, reply) => {
     state.logs.log('got prompt');
-    let json: unknown;
-    try {
-      json = parseJsonBody(req.body);
-    } catch (err) {
-      if (err instanceof BadJsonError) return sendBadJson(reply, err);
-      throw err;
-    }
+    const read = readJsonBody(req.body, reply);
+    if (read.answered) return read.answered;
+    const json = read.json;
     if (!isPlainObject(json)) return sendBadRequest(reply, 'invalid_json', 'Request body must be a JSON object', typeof json);
 
     let number: number;
@@ -51,13 +47,9 @@ export function registerPromptRoutes(app: FastifyInstance, state: EngineState): 
   });
 
   app.post('/queue', async (req, reply) => {
-    let json: unknown;
-    try {
-      json = parseJsonBody(req.body);
-    } catch (err) {
-      if (err instanceof BadJsonError) return sendBadJson(reply, err);
-      throw err;
-    }
+    const read = readJsonBody(req.body, reply);
+    if (read.answered) return read.answered;
+    const json = read.json;
     if (!isPlainObject(json)) return sendBadRequest(reply, 'invalid_json', 'Request body must be a JSON object', typeof json);
     if (json.clear) state.queue.wipe();
     if (Array.isArray(json.delete)) for (const id of json.delete) state.queue.delete(String(id));
@@ -99,13 +91,9 @@ export function registerPromptRoutes(app: FastifyInstance, state: EngineState): 
   app.get<{ Params: { promptId: string } }>('/history/:promptId', async (req, reply) => sendJson(reply, state.queue.getHistory({ promptId: req.params.promptId })));
 
   app.post('/history', async (req, reply) => {
-    let json: unknown;
-    try {
-      json = parseJsonBody(req.body);
-    } catch (err) {
-      if (err instanceof BadJsonError) return sendBadJson(reply, err);
-      throw err;
-    }
+    const read = readJsonBody(req.body, reply);
+    if (read.answered) return read.answered;
+    const json = read.json;
     if (!isPlainObject(json)) return sendBadRequest(reply, 'invalid_json', 'Request body must be a JSON object', typeof json);
     if (json.clear) state.queue.wipeHistory();
     if (Array.isArray(json.delete)) for (const id of json.delete) state.queue.deleteHistory(String(id));

@@ -215,7 +215,8 @@ function sampleReader(colorType: number, depth: number, palette: Buffer | null, 
   }
 }
 
-function chunk(type: string, data: Buffer): Buffer {
+/** One PNG chunk: length, type, data and CRC. */
+export function pngChunk(type: string, data: Buffer): Buffer {
   const head = Buffer.alloc(8);
   head.writeUInt32BE(data.length, 0);
   head.write(type, 4, 'latin1');
@@ -238,8 +239,8 @@ export function encodePng(image: Omit<RgbaImage, 'text'> & { text?: Array<[strin
   const meta = (image.text ?? []).map(([key, value]) =>
     // Latin-1 text fits tEXt; anything else goes to iTXt as UTF-8, as Pillow does.
     [...value].every((ch) => ch.charCodeAt(0) <= 0xff)
-      ? chunk('tEXt', Buffer.concat([Buffer.from(key, 'latin1'), Buffer.from([0]), Buffer.from(value, 'latin1')]))
-      : chunk('iTXt', Buffer.concat([Buffer.from(key, 'latin1'), Buffer.from([0, 0, 0, 0, 0]), Buffer.from(value, 'utf8')])),
+      ? pngChunk('tEXt', Buffer.concat([Buffer.from(key, 'latin1'), Buffer.from([0]), Buffer.from(value, 'latin1')]))
+      : pngChunk('iTXt', Buffer.concat([Buffer.from(key, 'latin1'), Buffer.from([0, 0, 0, 0, 0]), Buffer.from(value, 'utf8')])),
   );
-  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), ...meta, chunk('IDAT', deflateSync(lines, { level: compressLevel })), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([SIGNATURE, pngChunk('IHDR', ihdr), ...meta, pngChunk('IDAT', deflateSync(lines, { level: compressLevel })), pngChunk('IEND', Buffer.alloc(0))]);
 }
