@@ -57,6 +57,7 @@ describe('v2 job submission errors', () => {
     [{ '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } } }, /no outputs/i],
     [{ '1': { inputs: {} } }, /class_type/],
     [[], /API format/],
+    [{ '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, '2': { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'a\u0000b' } } }, /NUL/],
     ['text', /API format/],
   ])('refuses %j', async (workflow, message) => {
     const res = await submit({ workflow });
