@@ -87,9 +87,11 @@ export class Sweeper {
     return count;
   }
 
-  /** Running on a worker that stopped reporting: run it again elsewhere, or fail it clearly. */
+  /** Running on a worker that stopped reporting, or that no longer runs it: run it again elsewhere, or fail it clearly. */
   private async recoverFromDeadWorkers(now: Date): Promise<{ requeued: number; lost: number }> {
-    const live = new Set((await this.registry.list(now.getTime())).map((w) => w.id));
+    // A live worker counts only for the job it says it runs: a worker restarted under the same id
+    // (a pod keeps its name) knows nothing of the job its previous process held.
+    const runningOn = new Map((await this.registry.list(now.getTime())).map((w) => [w.id, w.jobId]));
     const orphaned = await this.db.job.findMany({
       where: { status: { in: ['running', 'canceling'] }, updatedAt: { lt: new Date(now.getTime() - 5_000) } },
       take: 500,
@@ -97,7 +99,7 @@ export class Sweeper {
     let requeued = 0;
     let lost = 0;
     for (const job of orphaned) {
-      if (job.workerId && live.has(job.workerId)) continue;
+      if (job.workerId && runningOn.get(job.workerId) === job.id) continue;
       if (job.status === 'canceling') {
         const done = await finishJob(this.db, job.id, { status: 'canceled' }, this.options.creditsPerSecond, now);
         if (done) await this.status(job.id, job.accountId, 'canceled');

@@ -12,8 +12,8 @@ export function uniqueName(prefix: string): string {
   return `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
 }
 
-export function databaseUrl(name: string): string {
-  const url = new URL(TEST_PG_URL);
+export function databaseUrl(name: string, adminUrl = TEST_PG_URL): string {
+  const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return url.toString();
 }

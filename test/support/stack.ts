@@ -1,10 +1,19 @@
 import { Redis } from 'ioredis';
 import { AccountsService } from '#libs/accounts';
 import { applyMigrations, createPrismaClient, dropDatabase, ensureDatabase, type Db } from '#libs/db';
-import { TEST_REDIS_URL, TEST_ROUTER_SECRET, TEST_S3_ENDPOINT, TEST_SIGNING_SECRET, databaseUrl, uniqueName } from './env.js';
+import { TEST_PG_URL, TEST_REDIS_URL, TEST_ROUTER_SECRET, TEST_S3_ENDPOINT, TEST_SIGNING_SECRET, databaseUrl, uniqueName } from './env.js';
 import { runCommand, startProcess, type RunningProcess } from './processes.js';
 
 export type StorageKind = 'local' | 's3';
+
+/** Where a stack's PostgreSQL, Redis and S3 live: the shared test services unless a suite brings its own. */
+export interface StackServices {
+  pgAdminUrl: string;
+  redisUrl: string;
+  s3Endpoint: string;
+}
+
+export const SHARED_SERVICES: StackServices = { pgAdminUrl: TEST_PG_URL, redisUrl: TEST_REDIS_URL, s3Endpoint: TEST_S3_ENDPOINT };
 
 /**
  * One suite's private world: its own PostgreSQL database, Redis key prefix, blob directory or
@@ -12,7 +21,7 @@ export type StorageKind = 'local' | 's3';
  */
 export class TestStack {
   readonly name = uniqueName('cct');
-  readonly databaseUrl = databaseUrl(this.name);
+  readonly databaseUrl: string;
   readonly redisPrefix = this.name;
   readonly bucket = this.name.replace(/_/g, '-').toLowerCase();
   readonly blobDir = `/tmp/${this.name}/blobs`;
@@ -20,7 +29,12 @@ export class TestStack {
   accounts!: AccountsService;
   private readonly processes: RunningProcess[] = [];
 
-  constructor(readonly storage: StorageKind = 'local') {}
+  constructor(
+    readonly storage: StorageKind = 'local',
+    readonly services: StackServices = SHARED_SERVICES,
+  ) {
+    this.databaseUrl = databaseUrl(this.name, services.pgAdminUrl);
+  }
 
   async open(): Promise<this> {
     await ensureDatabase(this.databaseUrl);
@@ -36,7 +50,7 @@ export class TestStack {
       this.storage === 's3'
         ? {
             STORAGE_DRIVER: 's3',
-            S3_ENDPOINT: TEST_S3_ENDPOINT,
+            S3_ENDPOINT: this.services.s3Endpoint,
             S3_BUCKET: this.bucket,
             S3_ACCESS_KEY_ID: 'S3RVER',
             S3_SECRET_ACCESS_KEY: 'S3RVER',
@@ -47,7 +61,7 @@ export class TestStack {
       NODE_ENV: 'test',
       LOG_LEVEL: 'warn',
       DATABASE_URL: this.databaseUrl,
-      REDIS_URL: TEST_REDIS_URL,
+      REDIS_URL: this.services.redisUrl,
       REDIS_PREFIX: this.redisPrefix,
       SIGNING_SECRET: TEST_SIGNING_SECRET,
       ROUTER_JWT_SECRET: TEST_ROUTER_SECRET,
@@ -88,14 +102,14 @@ export class TestStack {
     await Promise.all(this.processes.map((p) => p.stop()));
     await this.db?.$disconnect();
     await dropDatabase(this.databaseUrl);
-    await deleteRedisPrefix(this.redisPrefix);
+    await deleteRedisPrefix(this.redisPrefix, this.services.redisUrl);
     const { rm } = await import('node:fs/promises');
     await rm(`/tmp/${this.name}`, { recursive: true, force: true });
   }
 }
 
-export async function deleteRedisPrefix(prefix: string): Promise<void> {
-  const redis = new Redis(TEST_REDIS_URL);
+export async function deleteRedisPrefix(prefix: string, redisUrl = TEST_REDIS_URL): Promise<void> {
+  const redis = new Redis(redisUrl);
   try {
     let cursor = '0';
     do {

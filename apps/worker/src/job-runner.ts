@@ -46,11 +46,13 @@ export class JobRunner {
   private current: { jobId: string; cancel: (reason: 'cancel' | 'expired') => void; shutdown: () => void } | null = null;
   /** What the runner is doing now; reported with the worker's state so a stuck step shows. */
   stage = 'idle';
+  /** The job this worker holds, from its claim until its ending is written; the sweeper trusts this. */
+  private holding: string | null = null;
 
   constructor(private readonly d: RunnerDeps) {}
 
   get currentJobId(): string | null {
-    return this.current?.jobId ?? null;
+    return this.holding;
   }
 
   /** Asked to stop (SIGTERM): the running job gets the grace period, then is handed back. */
@@ -63,10 +65,19 @@ export class JobRunner {
   }
 
   async run(jobId: string): Promise<void> {
-    const { db, config, workerId } = this.d;
     this.stage = 'claiming';
     // The engine prompt id is chosen now so the claim records it in the same statement.
     const promptId = randomUUID();
+    this.holding = jobId;
+    try {
+      await this.claimAndRun(jobId, promptId);
+    } finally {
+      this.holding = null;
+    }
+  }
+
+  private async claimAndRun(jobId: string, promptId: string): Promise<void> {
+    const { db, config, workerId } = this.d;
     const claimed = await claimJob(db, jobId, { workerId, enginePromptId: promptId, executionTimeoutSeconds: config.jobs.executionTimeoutSeconds });
     if (!claimed) return; // canceled or expired while waiting
     const job = claimed.job;
