@@ -10,12 +10,17 @@ export const ENV_DEFAULTS = {
   REDIS_PREFIX: 'cc',
   API_HOST: '127.0.0.1',
   API_PORT: '8080',
+  // Proxy hops in front of the API whose X-Forwarded-For is believed (0: the peer address is the client).
+  TRUST_PROXY_HOPS: '0',
   PUBLIC_URL: '',
   SURFACE: 'cloud',
   BASE_PATH: '',
   DEPLOYMENT_DOMAIN: '',
   SELF_HOSTED_TOKEN: '',
   OPERATOR_TOKEN: '',
+  // Failed authentications one client address may make per window before it gets 429 (0: no limit).
+  AUTH_FAILURE_LIMIT: '50',
+  AUTH_FAILURE_WINDOW_SECONDS: '300',
   SIGNING_SECRET: 'dev-only-signing-secret-change-me',
   SIGNED_URL_TTL_SECONDS: '3600',
   MAX_UPLOAD_BYTES: String(100 * 1024 * 1024),
@@ -82,6 +87,7 @@ const schema = z.object({
   REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_:.-]{1,64}$/, 'letters, digits, _ : . - only'),
   API_HOST: z.string().min(1),
   API_PORT: int(0, 65535),
+  TRUST_PROXY_HOPS: int(0, 16),
   PUBLIC_URL: optionalUrl,
   SURFACE: z.enum(['cloud', 'deployment', 'self-hosted']),
   BASE_PATH: z
@@ -90,6 +96,8 @@ const schema = z.object({
   DEPLOYMENT_DOMAIN: z.string(),
   SELF_HOSTED_TOKEN: z.string(),
   OPERATOR_TOKEN: z.string(),
+  AUTH_FAILURE_LIMIT: int(0),
+  AUTH_FAILURE_WINDOW_SECONDS: int(1, 24 * 3600),
   SIGNING_SECRET: z.string().min(16, 'must be at least 16 characters'),
   SIGNED_URL_TTL_SECONDS: int(1, 7 * 24 * 3600),
   MAX_UPLOAD_BYTES: int(1),
@@ -133,11 +141,13 @@ export interface Config {
   databaseUrl: string;
   redisUrl: string;
   redisPrefix: string;
-  api: { host: string; port: number; publicUrl: string; basePath: string };
+  api: { host: string; port: number; publicUrl: string; basePath: string; trustProxyHops: number };
   surface: Surface;
   deploymentDomain: string;
   selfHostedToken: string;
   operatorToken: string;
+  /** Brute-force guard: failed authentications allowed per client address and window. */
+  authFailures: { limit: number; windowSeconds: number };
   signingSecret: string;
   signedUrlTtlSeconds: number;
   maxUploadBytes: number;
@@ -217,11 +227,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     redisPrefix: e.REDIS_PREFIX,
-    api: { host: e.API_HOST, port: e.API_PORT, publicUrl: e.PUBLIC_URL.replace(/\/$/, ''), basePath: e.BASE_PATH },
+    api: { host: e.API_HOST, port: e.API_PORT, publicUrl: e.PUBLIC_URL.replace(/\/$/, ''), basePath: e.BASE_PATH, trustProxyHops: e.TRUST_PROXY_HOPS },
     surface: e.SURFACE,
     deploymentDomain: e.DEPLOYMENT_DOMAIN,
     selfHostedToken: e.SELF_HOSTED_TOKEN,
     operatorToken: e.OPERATOR_TOKEN,
+    authFailures: { limit: e.AUTH_FAILURE_LIMIT, windowSeconds: e.AUTH_FAILURE_WINDOW_SECONDS },
     signingSecret: e.SIGNING_SECRET,
     signedUrlTtlSeconds: e.SIGNED_URL_TTL_SECONDS,
     maxUploadBytes: e.MAX_UPLOAD_BYTES,

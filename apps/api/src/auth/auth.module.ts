@@ -1,13 +1,16 @@
-import { Module } from '@nestjs/common';
+import { Global, Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
 import { ApiKeyAuthService } from './api-key-auth.service.js';
+import { AuthFailures } from './auth-failures.js';
 import { BearerStrategy } from './bearer.strategy.js';
-import { ApiKeyHeaderGuard, BearerAuthGuard } from './guards.js';
+import { ApiKeyHeaderGuard, BearerAuthGuard, UpgradeAuth } from './guards.js';
 import { SelfHostedAccount } from './self-hosted-account.js';
 
+// Global so that every surface's authentication (the router's too) counts failures in one place.
+@Global()
 @Module({
   imports: [PassportModule.register({ session: false })],
-  providers: [ApiKeyAuthService, BearerStrategy, BearerAuthGuard, ApiKeyHeaderGuard, SelfHostedAccount],
-  exports: [ApiKeyAuthService, BearerAuthGuard, ApiKeyHeaderGuard, SelfHostedAccount],
+  providers: [ApiKeyAuthService, AuthFailures, BearerStrategy, BearerAuthGuard, ApiKeyHeaderGuard, UpgradeAuth, SelfHostedAccount],
+  exports: [ApiKeyAuthService, AuthFailures, BearerAuthGuard, ApiKeyHeaderGuard, UpgradeAuth, SelfHostedAccount],
 })
 export class AuthModule {}

@@ -21,6 +21,8 @@ export function redactUrl(url: string): string {
 export function fastifyOptions(config: Config): FastifyServerOptions {
   return {
     bodyLimit: config.maxJsonBodyBytes,
+    // request.ip (the brute-force guard's client address) looks behind this many trusted proxies.
+    trustProxy: config.api.trustProxyHops > 0 ? (_address: string, hop: number) => hop < config.api.trustProxyHops : false,
     // A client may pass its own request id; anything odd is replaced rather than echoed.
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { RouterTokenError, verifyRouterToken } from '#libs/auth';
 import type { Config } from '#libs/config';
 import type { Account, Db } from '#libs/db';
-import { authChangedChannel } from '../auth/index.js';
+import { AuthFailures, authChangedChannel } from '../auth/index.js';
 import { CONFIG, DB } from '../core/tokens.js';
 import { RouterError } from './errors.js';
 
@@ -120,11 +120,23 @@ export class RouterAuthService implements OnModuleInit, OnModuleDestroy {
 /** Every router route: a valid token, a workspace that exists, is active and has the router on. */
 @Injectable()
 export class RouterAuthGuard implements CanActivate {
-  constructor(private readonly auth: RouterAuthService) {}
+  constructor(
+    private readonly auth: RouterAuthService,
+    private readonly failures: AuthFailures,
+  ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<WorkspaceRequest>();
-    const account = await this.auth.authenticate(request.headers.authorization);
+    // The API's brute-force guard: an address that used up its failed attempts waits out the window.
+    const wait = await this.failures.blockedFor(request.ip);
+    if (wait !== null) throw new RouterError('rate_limited', this.failures.message(), { 'retry-after': String(wait) });
+    let account: Account;
+    try {
+      account = await this.auth.authenticate(request.headers.authorization);
+    } catch (err) {
+      if (err instanceof RouterError && err.bucket === 'unauthorized' && request.headers.authorization !== undefined) await this.failures.failed(request.ip);
+      throw err;
+    }
     if (!account.routerEnabled) throw new RouterError('not_enabled', 'The router is not enabled for this workspace.');
     if (account.status !== 'active') throw new RouterError('forbidden', 'This workspace is inactive.');
     request[WORKSPACE] = account;

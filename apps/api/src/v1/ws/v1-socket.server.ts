@@ -7,7 +7,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Config } from '#libs/config';
 import { ApiError, errorEnvelope } from '#libs/contracts';
 import type { Account, Db } from '#libs/db';
-import { ApiKeyAuthService, keyFromUpgrade } from '../../auth/index.js';
+import { UpgradeAuth } from '../../auth/index.js';
 import { CONFIG, DB } from '../../core/tokens.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
 import { AccountLimits } from '../../limits/index.js';
@@ -50,7 +50,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy {
     private readonly adapterHost: HttpAdapterHost,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(DB) private readonly db: Db,
-    private readonly auth: ApiKeyAuthService,
+    private readonly auth: UpgradeAuth,
     private readonly limits: AccountLimits,
     fanout: EventFanout,
   ) {
@@ -95,8 +95,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy {
   };
 
   private async accept(request: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
-    const account = await this.auth.authenticate(keyFromUpgrade(request));
-    if (!account) throw new ApiError('unauthorized', 'Missing or invalid API key: pass ?token= or X-API-Key.');
+    const account = await this.auth.authenticate(request);
     const given = url.searchParams.get('clientId');
     const sid = given && CLIENT_ID.test(given) ? given : randomUUID().replace(/-/g, '');
     const stream = await this.limits.openStream(account, `ws:${randomUUID()}`);
