@@ -31,6 +31,9 @@ export class WorkflowRejected extends Error {
 
 const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
+/** The same answer whoever's job holds the id: it says the id is in use, nothing about the job. */
+const idTaken = () => ApiError.invalid('A job with this prompt_id already exists.');
+
 
 /** A canonical JSON text: the same workflow gives the same hash whatever its key order. */
 function canonical(value: unknown): string {
@@ -95,6 +98,9 @@ export class SubmissionService {
     if (account.creditBalance <= 0n) throw new ApiError('insufficient_credits', 'The account has no credits left.');
 
     const jobId = req.jobId ?? randomUUID();
+    // A client-chosen id (v1 `prompt_id`) may name another job, another account's too: refuse it
+    // before anything is stored under it, or that job's sealed extra_data would be replaced or deleted.
+    if (req.jobId && (await this.db.job.findUnique({ where: { id: jobId }, select: { id: true } }))) throw idTaken();
     const now = Date.now();
     const cfg = this.config.jobs;
     // Secrets first: a job a worker can pick up must already find its extra_data.
@@ -117,6 +123,7 @@ export class SubmissionService {
       maxQueued: account.maxQueuedJobs,
     };
     let job: Job | null = null;
+    let ours = true;
     try {
       for (let attempt = 0; attempt < 2 && !job; attempt++) {
         const result = await this.batcher.insert(row);
@@ -124,7 +131,9 @@ export class SubmissionService {
         else if (result.kind === 'queue_full') {
           throw ApiError.retryAfter('queue_full', `The account already has ${account.maxQueuedJobs} queued jobs, its limit.`, 10);
         } else if (result.kind === 'id_taken') {
-          throw ApiError.invalid('A job with this prompt_id already exists.');
+          // Taken since the check above: what the vault holds under this id is the other job's.
+          ours = false;
+          throw idTaken();
         } else {
           // The key is taken: by a concurrent duplicate (answer with its job), or by an expired
           // record that replay() just removed (then insert again).
@@ -136,7 +145,7 @@ export class SubmissionService {
         }
       }
     } catch (err) {
-      await this.pipeline.vault.delete(jobId).catch(() => undefined);
+      if (ours) await this.pipeline.vault.delete(jobId).catch(() => undefined);
       throw err;
     }
     if (!job) {
