@@ -13,9 +13,9 @@ export function jobIdOfUrl(url: string): string | null {
   return JOB_IN_URL.exec(url)?.[1]?.toLowerCase() ?? null;
 }
 
-/** Removes credentials that may travel in a query string (`?token=` of the v1 WebSocket). */
+/** Removes credentials that may travel in a query string (`?token=` of the v1 WebSocket, a client's `?api_key=`). */
 export function redactUrl(url: string): string {
-  return url.replace(/([?&](?:token|access_token|sig)=)[^&]*/gi, '$1[redacted]');
+  return url.replace(/([?&](?:token|access_token|api_key|apikey|api-key|key|auth|authorization|password|secret|sig|signature)=)[^&#]*/gi, '$1[redacted]');
 }
 
 export function fastifyOptions(config: Config): FastifyServerOptions {
@@ -43,7 +43,9 @@ export function fastifyOptions(config: Config): FastifyServerOptions {
     logger: {
       level: config.logLevel,
       redact: {
-        paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'headers.authorization', 'headers["x-api-key"]'],
+        // `*.headers` covers plugins that log the request headers under their own key (multipart's
+        // busboyOptions at trace level).
+        paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'headers.authorization', 'headers["x-api-key"]', 'headers.cookie', '*.headers.authorization', '*.headers["x-api-key"]', '*.headers.cookie'],
         censor: '[redacted]',
       },
       serializers: {
