@@ -2,6 +2,7 @@ import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@ne
 import { Redis } from 'ioredis';
 import { hashApiKey, looksLikeApiKey } from '#libs/auth';
 import type { Config } from '#libs/config';
+import { ApiError } from '#libs/contracts';
 import type { Account, Db } from '#libs/db';
 import { CONFIG, DB } from '../core/tokens.js';
 
@@ -46,7 +47,10 @@ export class ApiKeyAuthService implements OnModuleInit, OnModuleDestroy {
     const now = Date.now();
     const cached = this.cache.get(hash);
     if (cached && cached.until > now) return cached.account;
-    const row = await this.db.apiKey.findUnique({ where: { hash }, include: { account: true } });
+    // A lookup that fails says nothing about the key: the client gets 503, never a 401 for a good key.
+    const row = await this.db.apiKey.findUnique({ where: { hash }, include: { account: true } }).catch(() => {
+      throw new ApiError('service_unavailable', 'A dependency is temporarily unavailable; retry shortly.', undefined, { 'retry-after': '1' });
+    });
     const account = row && row.revokedAt === null ? row.account : null;
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(hash, { account, until: now + CACHE_MS });
