@@ -24,6 +24,7 @@ export interface S3Settings {
   accessKeyId: string;
   secretAccessKey: string;
   forcePathStyle: boolean;
+  requestTimeoutMs: number;
 }
 
 function clientConfig(s: S3Settings, endpoint: string): S3ClientConfig {
@@ -36,6 +37,9 @@ function clientConfig(s: S3Settings, endpoint: string): S3ClientConfig {
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     maxAttempts: 3,
+    // Without these a store that accepts connections and never answers hangs an upload for ever
+    // (the SDK only warns about a request timeout unless told to throw).
+    requestHandler: { connectionTimeout: Math.min(5_000, s.requestTimeoutMs), requestTimeout: s.requestTimeoutMs, throwOnRequestTimeout: true },
   };
 }
 
@@ -92,7 +96,12 @@ export class S3BlobStore implements BlobStore {
     });
     try {
       await Promise.all([
-        upload.done(),
+        upload.done().catch((err: unknown) => {
+          // Stop reading the source too: nothing else would ever release it.
+          piped.destroy();
+          body.destroy();
+          throw err;
+        }),
         feeding.catch(async (err: unknown) => {
           await upload.abort().catch(() => undefined);
           throw err;

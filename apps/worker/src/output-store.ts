@@ -16,7 +16,8 @@ export interface StoredOutput {
   v1Ref: { filename: string; subfolder: string; type: string };
 }
 
-const ATTEMPTS = 4;
+// With the backoff below, a store that is away for up to about ten seconds costs no output.
+const ATTEMPTS = 6;
 
 export class OutputStoreError extends Error {}
 
@@ -59,7 +60,7 @@ export class OutputStore {
         }
       } catch (err) {
         lastError = err;
-        await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+        if (attempt < ATTEMPTS) await new Promise((r) => setTimeout(r, Math.min(4_000, 250 * 2 ** attempt)));
       }
     }
     if (!stored) throw new OutputStoreError(`Could not store output ${name}: ${(lastError as Error)?.message ?? 'unknown error'}`);
