@@ -6,6 +6,7 @@ import type { Config } from '#libs/config';
 import { mountBrowserPages } from './admin-ui/index.js';
 import { AppModule } from './app.module.js';
 import { fastifyOptions, installHttpHooks } from './http/fastify-setup.js';
+import { installJsonDepthLimit } from './http/json-body.js';
 
 /** Builds the API application (not yet listening). */
 export async function createApi(config: Config): Promise<NestFastifyApplication> {
@@ -16,8 +17,10 @@ export async function createApi(config: Config): Promise<NestFastifyApplication>
   });
   const fastify = app.getHttpAdapter().getInstance();
   installHttpHooks(fastify);
+  installJsonDepthLimit(app, config.maxJsonBodyBytes);
   await app.register(multipart, {
-    limits: { fileSize: config.maxUploadBytes, files: 2, fields: 100, parts: 110, fieldSize: 1024 * 1024, headerPairs: 100 },
+    // Text fields are held in memory: 100 of at most 64 KiB each bound what one upload can make us keep.
+    limits: { fileSize: config.maxUploadBytes, files: 2, fields: 100, parts: 110, fieldSize: 64 * 1024, headerPairs: 100 },
     throwFileSizeLimit: true,
   });
   if (config.api.basePath) app.setGlobalPrefix(config.api.basePath);

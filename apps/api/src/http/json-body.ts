@@ -1,5 +1,51 @@
-import type { FastifyRequest } from 'fastify';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyRequest, RawServerDefault } from 'fastify';
 import { ApiError } from '#libs/contracts';
+
+/**
+ * Deepest nesting of arrays and objects a JSON body may have. JSON.parse copes with any depth,
+ * but JSON.stringify, structuredClone and every recursive walk after it overflow the stack a few
+ * thousand levels down; no workflow, model input or engine body comes near this.
+ */
+export const MAX_JSON_DEPTH = 256;
+
+/** Whether JSON text nests deeper than `max`; a linear scan that skips over strings. */
+export function jsonNestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+export function tooDeepError(): ApiError {
+  return ApiError.invalid(`The JSON body nests deeper than ${MAX_JSON_DEPTH} levels.`);
+}
+
+/**
+ * The JSON body parser of every route: Fastify's own (prototype-poisoning checks, body limit)
+ * behind a depth check, so an absurdly nested body is a 400 in the contract's shape instead of a
+ * stack overflow later. Registered through Nest so that Nest does not add its default one.
+ */
+export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: number): void {
+  const parse = app.getHttpAdapter().getInstance().getDefaultJsonParser('error', 'error');
+  app.useBodyParser<RawServerDefault>('application/json', { bodyLimit }, (request, body, done) => {
+    const text = body.toString('utf8');
+    if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) return done(tooDeepError(), undefined);
+    return parse(request, text, done);
+  });
+}
 
 /** v2 JSON routes: the body must be declared as JSON and be an object. */
 export function requireJsonObject(request: FastifyRequest, body: unknown): Record<string, unknown> {

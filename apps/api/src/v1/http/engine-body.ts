@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { MAX_JSON_DEPTH, jsonNestsDeeperThan } from '../../http/json-body.js';
 
 /** The engine's 400 body: `{error: {type, message, details, extra_info}, node_errors}`. */
 export function engineErrorBody(type: string, message: string, details = '', nodeErrors: Record<string, unknown> = {}) {
@@ -17,12 +18,15 @@ export class BadBody extends Error {
 
 /**
  * v1 JSON bodies arrive as text (see `acceptAnyJsonBody`). Empty means `{}`; anything that does
- * not parse as JSON is a clear 400, never the engine's 500.
+ * not parse as JSON (or nests absurdly deep) is a clear 400, never the engine's 500.
  */
 export function parseJsonText(body: unknown): unknown {
   if (body === undefined || body === null) return {};
   if (typeof body !== 'string') return body;
   if (body.trim() === '') return {};
+  if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) {
+    throw new BadBody('invalid_request', 'Request body nests too deeply', `The JSON body nests deeper than ${MAX_JSON_DEPTH} levels.`);
+  }
   try {
     return JSON.parse(body) as unknown;
   } catch (err) {

@@ -42,6 +42,8 @@ export async function readMultipartUpload(
         if (part.file.truncated) throw new ApiError('payload_too_large', 'The file is larger than the upload limit.');
         upload = { stored, fileName: part.filename, mimeType: part.mimetype };
       } else {
+        // A cut-off value would be silently wrong (a file_path, an original_ref): refuse it instead.
+        if (part.valueTruncated || part.fieldnameTruncated) throw new ApiError('payload_too_large', `The multipart field "${part.fieldname.slice(0, 64)}" is too long.`);
         const list = fields.get(part.fieldname) ?? [];
         list.push(String(part.value));
         fields.set(part.fieldname, list);
