@@ -54,6 +54,8 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
   const early: StoredJobEvent[] = [];
   let chain: Promise<void> = Promise.resolve();
   let lastPosition: number | null | undefined;
+  // Followed from the status events this stream relays, so only a waiting job's stream polls.
+  let knownStatus: string | null = null;
 
   const write = (text: string) => {
     if (!ended && !raw.destroyed) raw.write(text);
@@ -67,7 +69,9 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
   const send = async (id: string, event: string, data: string) => {
     const body = event === 'output' ? JSON.stringify(await views.outputEventView(JSON.parse(data) as Record<string, unknown>, request)) : data;
     write(`id: ${id}\nevent: ${event}\ndata: ${body}\n\n`);
-    if (event === 'status' && isTerminal((JSON.parse(data) as { status?: string }).status ?? '')) finish();
+    if (event !== 'status') return;
+    knownStatus = (JSON.parse(data) as { status?: string }).status ?? null;
+    if (isTerminal(knownStatus ?? '')) finish();
   };
   const deliver = (e: StoredJobEvent) => {
     chain = chain.then(async () => {
@@ -86,11 +90,28 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
     write(': keepalive\n\n');
     void slot.refresh().catch(() => undefined);
   }, config.jobs.sseKeepaliveMs);
-  // Queue positions are derived, not logged: a waiting job's stream reports each change.
+  // Queue positions are derived, not logged: a waiting job's stream reports each change. A job
+  // past the queue is looked at only now and then, in case its terminal event never made it into
+  // the log (Redis lost it): the stream must still end.
+  let ticks = 0;
   const positions = setInterval(() => {
+    const waiting = knownStatus === null || knownStatus === 'queued';
+    if (!waiting && ++ticks % 10 !== 0) return;
     chain = chain.then(async () => {
       const job = await db.job.findUnique({ where: { id: jobId }, select: { status: true, createdAt: true } });
-      if (!job || job.status !== 'queued' || ended) return;
+      if (!job || ended) return;
+      if (isTerminal(job.status) && !waiting) {
+        // Whatever the log holds that live delivery has not brought yet, then the ending itself.
+        for (const e of await pipeline.events.since(jobId, lastSent)) {
+          if (ended) return;
+          lastSent = e.id;
+          await send(e.id, e.event, e.data);
+        }
+        if (!ended) await send(lastSent, 'status', JSON.stringify({ status: job.status, queue_position: null }));
+        return;
+      }
+      knownStatus = job.status;
+      if (job.status !== 'queued') return;
       const position = await pipeline.queuePosition(jobId, job.createdAt);
       if (position !== lastPosition) {
         lastPosition = position;
@@ -107,20 +128,25 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
   raw.on('close', finish);
 
   try {
+    // The row is read before the log: the log is then at least as new, and its own latest status
+    // wins. (Read the other way round, a job ending in between showed as ended without its final
+    // progress.) The row only speaks when the log has no status, e.g. after Redis lost it.
+    const job = resumeFrom ? null : await db.job.findUniqueOrThrow({ where: { id: jobId } });
     const logged = await pipeline.events.since(jobId, resumeFrom ?? undefined);
-    if (resumeFrom) {
+    if (!job) {
       for (const e of logged) await deliver(e);
     } else {
       const lastId = logged.at(-1)?.id ?? '0-0';
-      const job = await db.job.findUniqueOrThrow({ where: { id: jobId } });
       const latest = (name: string) => [...logged].reverse().find((e) => e.event === name);
       const progress = latest('progress');
       const preview = latest('preview');
-      lastPosition = job.status === 'queued' ? await pipeline.queuePosition(jobId, job.createdAt) : null;
-      const status = JSON.stringify({ status: job.status, queue_position: lastPosition });
+      const loggedStatus = latest('status');
+      const current = loggedStatus ? ((JSON.parse(loggedStatus.data) as { status?: string }).status ?? job.status) : job.status;
+      lastPosition = current === 'queued' ? await pipeline.queuePosition(jobId, job.createdAt) : null;
+      const status = JSON.stringify({ status: current, queue_position: lastPosition });
       lastSent = lastId;
       chain = chain.then(async () => {
-        const terminal = isTerminal(job.status);
+        const terminal = isTerminal(current);
         if (!terminal) await send(lastId, 'status', status);
         if (progress) await send(lastId, 'progress', progress.data);
         else if (job.progress) await send(lastId, 'progress', JSON.stringify(job.progress));

@@ -1,0 +1,243 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import WebSocket from 'ws';
+import { Redis } from 'ioredis';
+import { mintRouterToken } from '#libs/auth';
+import { JobEventLog, jobKeys } from '#libs/jobs';
+import { textToImage, tinyImage } from '../support/cloud.js';
+import { TEST_REDIS_URL } from '../support/env.js';
+import { bearer, call, jsonInit } from '../support/http.js';
+import type { RunningProcess } from '../support/processes.js';
+import { ReliabilityReport } from '../support/reliability.js';
+import { SseClient } from '../support/sse.js';
+import { TEST_ROUTER_SECRET, TestStack } from '../support/stack.js';
+import { startPartners, type Partners } from '../router/fake-partners.js';
+import { writeCatalog } from '../router/router-world.js';
+import { V1Socket } from '../v1/v1-world.js';
+
+/**
+ * Load held on this machine, all at once: a steady stream of submissions, thousands of SSE and
+ * WebSocket clients following running jobs, and bursts of router calls at the concurrency limit.
+ * `npm run soak` runs the same for longer (LOAD_SECONDS).
+ */
+const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
+const RATE = Number(process.env.LOAD_RATE ?? 200);
+const SSE_CLIENTS = 2000;
+const WS_CLIENTS = 500;
+const ROUTER_PARALLEL = 50;
+const ROUTER_LIMIT = 10;
+const STEPS = 12;
+const SOAK = SECONDS > 60;
+
+const report = new ReliabilityReport(SOAK ? 'Soak' : 'Load', SOAK ? 9 : 3);
+afterAll(() => report.save());
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Redis stream ids in log order. */
+const after = (a: string, b: string) => {
+  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
+  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
+  return am > bm || (am === bm && as > bs);
+};
+const pct = (xs: number[], p: number) => {
+  if (xs.length === 0) return 0;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+};
+const ms = (x: number) => `${Math.round(x)} ms`;
+const mib = (pid: number, field: 'VmRSS' | 'VmHWM') => Math.round(Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
+
+describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, ${WS_CLIENTS} WebSocket clients and router bursts`, () => {
+  const stack = new TestStack('local');
+  let partners: Partners;
+  let api: RunningProcess;
+  let worker: RunningProcess;
+  let engine: RunningProcess;
+
+  beforeAll(async () => {
+    await stack.open();
+    partners = await startPartners();
+    engine = await stack.start('apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: '0', SIM_STEP_MS: '15' });
+    worker = await stack.start('apps/worker/src/main.js', { ENGINE_URL: engine.url, WORKER_PORT: '0', WORKER_ID: 'load-w' }, 'ready');
+    api = await stack.startApi({ ROUTER_CATALOG_FILE: writeCatalog(stack.blobDir), ROUTER_UPSTREAM_BASE_URLS: partners.upstreamEnv });
+  }, 60_000);
+  afterAll(async () => {
+    await partners?.stop();
+    await stack.close();
+  });
+
+  it('holds: no submission error, every progress event to every client, no router limit exceeded', async () => {
+    // Submitters: several tenants, so no single account's queue limit is what is being measured.
+    const tenants = await Promise.all(Array.from({ length: 6 }, () => stack.account({ tier: 'enterprise' })));
+    for (const t of tenants) await stack.accounts.setLimits(t.id, { maxQueuedJobs: 100_000 });
+    const watcher = await stack.account({ tier: 'enterprise' });
+    const v1 = await stack.account({ tier: 'enterprise' });
+    const router = await stack.account();
+    await stack.accounts.setLimits(router.id, { routerEnabled: true, routerMaxConcurrent: ROUTER_LIMIT, routerSpendCapCents: 10_000_000, routerWindowCalls: 1_000_000, routerWindowSeconds: 3600 });
+    const routerToken = await mintRouterToken(TEST_ROUTER_SECRET, router.id);
+
+    // 500 WebSocket clients of one account: each must see every progress message of its prompts.
+    const sockets: V1Socket[] = [];
+    for (let i = 0; i < WS_CLIENTS; i += 50) {
+      sockets.push(
+        ...(await Promise.all(
+          Array.from({ length: 50 }, async () => {
+            const s = new V1Socket(new WebSocket(`${api.url.replace('http', 'ws')}/ws?clientId=${randomUUID()}&token=${v1.key}`));
+            await s.opened;
+            return s;
+          }),
+        )),
+      );
+    }
+
+    const started = Date.now();
+    const until = started + SECONDS * 1000;
+    const latencies: number[] = [];
+    const failures = new Map<string, number>();
+    let sent = 0;
+
+    // Open loop: submission i leaves at started + i/RATE s, however long earlier ones take.
+    const inFlight = new Set<Promise<void>>();
+    const submitter = (async () => {
+      while (Date.now() < until) {
+        const due = Math.floor(((Date.now() - started) / 1000) * RATE);
+        while (sent < due) {
+          const i = sent++;
+          const tenant = tenants[i % tenants.length]!;
+          const t0 = performance.now();
+          const p = call(`${api.url}/api/v2/jobs`, {
+            ...jsonInit('POST', { workflow: tinyImage(i % 251) }, bearer(tenant.key, { 'idempotency-key': randomUUID() })),
+            signal: AbortSignal.timeout(30_000),
+          })
+            .then((r) => {
+              latencies.push(performance.now() - t0);
+              if (r.status !== 201) failures.set(String(r.status), (failures.get(String(r.status)) ?? 0) + 1);
+            })
+            .catch((err: Error) => void failures.set(err.name, (failures.get(err.name) ?? 0) + 1))
+            .finally(() => inFlight.delete(p));
+          inFlight.add(p);
+        }
+        await sleep(5);
+      }
+      await Promise.all(inFlight);
+    })();
+
+    // Jobs followed by 2,000 SSE clients (100 each), submitted through the run.
+    const watchedJobs = Math.max(1, SSE_CLIENTS / 100);
+    const followers: { jobId: string; client: SseClient }[] = [];
+    const watch = (async () => {
+      for (let j = 0; j < watchedJobs; j++) {
+        const r = await call(`${api.url}/api/v2/jobs`, jsonInit('POST', { workflow: textToImage(1000 + j, STEPS) }, bearer(watcher.key)));
+        if (r.status !== 201) throw new Error(`watched job refused: ${r.status} ${r.text}`);
+        for (let c = 0; c < 100; c++) followers.push({ jobId: r.body.id, client: new SseClient(`${api.url}/api/v2/jobs/${r.body.id}/events`, bearer(watcher.key)) });
+        await sleep((SECONDS * 1000 * 0.7) / watchedJobs);
+      }
+    })();
+
+    // v1 prompts every few seconds, followed by every socket of the account.
+    const prompts: string[] = [];
+    const v1Prompts = (async () => {
+      while (Date.now() < until - 8000) {
+        const r = await call(`${api.url}/api/prompt`, { method: 'POST', headers: { 'x-api-key': v1.key, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: textToImage(5000 + prompts.length, STEPS) }) });
+        if (r.status !== 200) throw new Error(`v1 prompt refused: ${r.status} ${r.text}`);
+        prompts.push(r.body.prompt_id);
+        await sleep(6000);
+      }
+    })();
+
+    // Bursts of 50 parallel router calls against a limit of 10 concurrent calls.
+    const routerLatencies: number[] = [];
+    const routerOutcomes = new Map<number, number>();
+    let routerPeak = 0;
+    let bursts = 0;
+    const routerLoad = (async () => {
+      while (Date.now() < until - 5000) {
+        partners.acme.resetStats();
+        await Promise.all(
+          Array.from({ length: ROUTER_PARALLEL }, async (_, i) => {
+            const t0 = performance.now();
+            const r = await call(`${api.url}/v1/models/acme/flux-schnell`, jsonInit('POST', { prompt: `burst ${bursts} #${i} [[slow:300]]` }, bearer(routerToken)));
+            routerLatencies.push(performance.now() - t0);
+            routerOutcomes.set(r.status, (routerOutcomes.get(r.status) ?? 0) + 1);
+          }),
+        );
+        routerPeak = Math.max(routerPeak, partners.acme.maxInFlight);
+        bursts++;
+        await sleep(5000);
+      }
+    })();
+
+    await Promise.all([submitter, watch, v1Prompts, routerLoad]);
+    // The open loop sent at the target rate; how long after the window the last answer came shows whether the API kept up.
+    const drainMs = Date.now() - until;
+
+    // Every follower's stream ends with its job; every v1 prompt ends on every socket.
+    await Promise.all(followers.map((f) => f.client.until((events) => events.some((e) => e.event === 'status' && /succeeded|failed/.test(e.data)), 180_000)));
+    await Promise.all(sockets.map((s) => Promise.all(prompts.map((p) => s.ended(p, 180_000)))));
+    const memory = { api: [mib(api.child.pid!, 'VmRSS'), mib(api.child.pid!, 'VmHWM')], worker: [mib(worker.child.pid!, 'VmRSS'), mib(worker.child.pid!, 'VmHWM')], engine: [mib(engine.child.pid!, 'VmRSS'), mib(engine.child.pid!, 'VmHWM')] };
+
+    // SSE: each client got every progress event logged after it connected, once; lag = receipt - log time.
+    const redis = new Redis(TEST_REDIS_URL);
+    const log = new JobEventLog(redis, jobKeys(stack.redisPrefix), 3_600_000);
+    const logged = new Map<string, string[]>();
+    for (const jobId of new Set(followers.map((f) => f.jobId))) logged.set(jobId, (await log.since(jobId)).filter((e) => e.event === 'progress').map((e) => e.id));
+    redis.disconnect();
+    let sseMissing = 0;
+    let sseProgress = 0;
+    for (const { jobId, client } of followers) {
+      const ids = logged.get(jobId)!;
+      const got = new Set(client.events.filter((e) => e.event === 'progress').map((e) => e.id));
+      // A client that connected late gets a snapshot stamped with the log's last id, then everything after it.
+      const first = client.events[0]?.id ?? '0-0';
+      const expected = ids.filter((id) => after(id, first));
+      sseMissing += expected.filter((id) => !got.has(id)).length;
+      sseProgress += got.size;
+      client.close();
+    }
+    // WebSocket: every socket saw the same, complete progress of every prompt.
+    let wsShort = 0;
+    let wsProgress = 0;
+    for (const s of sockets) {
+      for (const p of prompts) {
+        const n = s.texts(p).filter((m) => m.type === 'progress').length;
+        wsProgress += n;
+        if (n < STEPS) wsShort++;
+      }
+      s.close();
+    }
+    const routerOk = routerOutcomes.get(200) ?? 0;
+    const routerRefused = routerOutcomes.get(429) ?? 0;
+    const routerOther = [...routerOutcomes].filter(([s]) => s !== 200 && s !== 429).reduce((a, [, n]) => a + n, 0);
+    const failed = [...failures.values()].reduce((a, b) => a + b, 0);
+    const answered = latencies.length + failed;
+
+    const figures = [
+      `submissions: ${sent} sent at ${RATE}/s over ${SECONDS} s, ${answered} answered, the last ${ms(drainMs)} after the window; errors ${failed}${failed ? ` (${[...failures].map(([k, n]) => `${k}×${n}`).join(', ')})` : ''}; p50 ${ms(pct(latencies, 0.5))}, p95 ${ms(pct(latencies, 0.95))}, p99 ${ms(pct(latencies, 0.99))}, max ${ms(pct(latencies, 1))}`,
+      `SSE: ${followers.length} clients on ${logged.size} jobs, ${sseProgress} progress events delivered, ${sseMissing} missed`,
+      `WebSocket: ${sockets.length} clients × ${prompts.length} prompts, ${wsProgress} progress messages delivered, ${wsShort} prompt views incomplete`,
+      `router: ${bursts} bursts of ${ROUTER_PARALLEL} at limit ${ROUTER_LIMIT}: ${routerOk} ok, ${routerRefused} refused 429, ${routerOther} other; peak in flight at the partner ${routerPeak}; p50 ${ms(pct(routerLatencies, 0.5))}, p99 ${ms(pct(routerLatencies, 0.99))}`,
+      `memory RSS/peak MiB: api ${memory.api.join('/')}, worker ${memory.worker.join('/')}, sim-engine ${memory.engine.join('/')}`,
+    ];
+    console.log(figures.join('\n'));
+
+    report.record({ tried: `${RATE} submissions/s for ${SECONDS} s (open loop, 6 tenants)`, count: latencies.length, outcome: `${answered} answered, ${failed} errors, last answer ${ms(drainMs)} after the window; p50 ${ms(pct(latencies, 0.5))}, p95 ${ms(pct(latencies, 0.95))}, p99 ${ms(pct(latencies, 0.99))}`, held: failed === 0 && answered === sent && drainMs < 10_000 });
+    report.record({ tried: `${SSE_CLIENTS} concurrent SSE clients following ${logged.size} running jobs`, count: followers.length, outcome: `${sseProgress} progress events delivered, ${sseMissing} missed`, held: sseMissing === 0 && followers.length === SSE_CLIENTS });
+    report.record({ tried: `${WS_CLIENTS} v1 WebSocket clients of one account following its prompts`, count: sockets.length, outcome: `${prompts.length} prompts, ${wsProgress} progress messages delivered, ${wsShort} incomplete`, held: wsShort === 0 && sockets.length === WS_CLIENTS });
+    report.record({ tried: `${ROUTER_PARALLEL} parallel router calls at a limit of ${ROUTER_LIMIT}, repeated during the load`, count: bursts * ROUTER_PARALLEL, outcome: `${routerOk} ok, ${routerRefused} refused 429, ${routerOther} other; peak in flight ${routerPeak}; p50 ${ms(pct(routerLatencies, 0.5))}, p99 ${ms(pct(routerLatencies, 0.99))}`, held: routerPeak <= ROUTER_LIMIT && routerOther === 0 });
+    report.record({ tried: 'memory of each process during the load (RSS now / peak)', count: 3, outcome: `api ${memory.api.join('/')} MiB, worker ${memory.worker.join('/')} MiB, sim-engine ${memory.engine.join('/')} MiB`, held: memory.api[1]! < 1024 && memory.worker[1]! < 512 && memory.engine[1]! < 512 });
+
+    expect(failures).toEqual(new Map());
+    expect(sent).toBeGreaterThanOrEqual(RATE * SECONDS * 0.99);
+    expect(answered).toBe(sent);
+    expect(drainMs).toBeLessThan(10_000);
+    expect(followers).toHaveLength(SSE_CLIENTS);
+    expect(sseMissing).toBe(0);
+    expect(sockets).toHaveLength(WS_CLIENTS);
+    expect(prompts.length).toBeGreaterThanOrEqual(1);
+    expect(wsShort).toBe(0);
+    expect(bursts).toBeGreaterThanOrEqual(1);
+    expect(routerPeak).toBeLessThanOrEqual(ROUTER_LIMIT);
+    expect(routerOk).toBeGreaterThanOrEqual(ROUTER_LIMIT);
+    expect(routerOther).toBe(0);
+  }, (SECONDS + 300) * 1000);
+});
