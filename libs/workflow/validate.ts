@@ -62,6 +62,28 @@ function invalid(message: string, details: string): ValidationOutcome {
   return { ok: false, error: { type: 'invalid_prompt', message, details }, nodeErrors: {} };
 }
 
+// PostgreSQL cannot store either in a jsonb document: the insert would fail, long after validation.
+// eslint-disable-next-line no-control-regex
+const UNSTORABLE = /[\u0000\p{Cs}]/u;
+
+/** The id of the first node with a key or string value PostgreSQL cannot store, or null. */
+function findUnstorableString(workflow: Record<string, unknown>): string | null {
+  for (const [id, node] of Object.entries(workflow)) {
+    const stack: unknown[] = [id, node];
+    while (stack.length > 0) {
+      const value = stack.pop();
+      if (typeof value === 'string') {
+        if (UNSTORABLE.test(value)) return id;
+      } else if (Array.isArray(value)) {
+        for (const item of value) stack.push(item); // not push(...value): a long array would overflow the arguments
+      } else if (typeof value === 'object' && value !== null) {
+        for (const [k, v] of Object.entries(value)) stack.push(k, v);
+      }
+    }
+  }
+  return null;
+}
+
 /** Input type and options from a definition entry: `["INT", {...}]`, `[["a","b"], {...}]`, `["COMBO", {options}]`. */
 function inputSpec(entry: unknown): { type: string; choices: unknown[] | null; options: Record<string, unknown> } {
   const [first, second] = Array.isArray(entry) ? entry : [entry];
@@ -121,6 +143,8 @@ export function validateWorkflow(workflow: unknown, defs: NodeDefinitions): Vali
   if (!isObject(workflow) || Object.keys(workflow).length === 0) return invalid('Cannot execute because the prompt is empty or not an object.', '');
   const ids = Object.keys(workflow);
   if (ids.length > MAX_NODES) return invalid(`Cannot execute a prompt of more than ${MAX_NODES} nodes.`, `${ids.length} nodes`);
+  const unstorable = findUnstorableString(workflow);
+  if (unstorable) return invalid('Cannot execute because a string holds a NUL character or a lone UTF-16 surrogate.', `Node ID '#${unstorable}'`);
   const outputs: string[] = [];
   for (const id of ids) {
     const node = workflow[id];
@@ -137,6 +161,7 @@ export function validateWorkflow(workflow: unknown, defs: NodeDefinitions): Vali
   const wf = workflow as ApiWorkflow;
   const problems = new Map<string, NodeProblem[]>();
   const dependents = new Map<string, Set<string>>();
+  const links = new Map<string, Link[]>();
   // Only nodes an output depends on are validated (and run), as the engine does. Iterative, so
   // deep or cyclic graphs cost bounded stack and each node is checked once.
   for (const out of outputs) {
@@ -149,9 +174,20 @@ export function validateWorkflow(workflow: unknown, defs: NodeDefinitions): Vali
       if (!dependents.has(id)) dependents.set(id, new Set());
       dependents.get(id)!.add(out);
       if (problems.has(id)) continue;
-      const found = checkNode(id, wf, defs, stack);
-      problems.set(id, found);
+      const nodeLinks: Link[] = [];
+      problems.set(id, checkNode(id, wf, defs, nodeLinks));
+      links.set(id, nodeLinks);
+      for (const link of nodeLinks) stack.push(link.source);
     }
+  }
+  // A graph that feeds a node its own output can never run: the engine would take the job and
+  // fail it, so it is refused here with the other validation problems.
+  const cycle = findCycle(links, outputs);
+  if (cycle) {
+    const { node, input } = cycle[0]!;
+    const shown = cycle.map((c) => c.node).slice(0, 20);
+    const path = cycle.length > shown.length ? `${shown.join(' -> ')} -> ... (${cycle.length} nodes)` : [...shown, node].join(' -> ');
+    problems.get(node)!.push({ type: 'dependency_cycle', message: 'Dependency cycle detected', details: `${input}: ${path}`, field: input, extra_info: { input_name: input, cycle: shown } });
   }
   const nodeErrors: Record<string, { class_type: string; problems: NodeProblem[]; dependent_outputs: string[] }> = {};
   for (const [id, list] of problems) {
@@ -164,8 +200,46 @@ export function validateWorkflow(workflow: unknown, defs: NodeDefinitions): Vali
   return { ok: true, outputs };
 }
 
-/** Problems of one node; pushes the nodes it links to onto `visit`. */
-function checkNode(id: string, wf: ApiWorkflow, defs: NodeDefinitions, visit: string[]): NodeProblem[] {
+interface Link {
+  input: string;
+  source: string;
+}
+
+/**
+ * One cycle among the links, as the nodes along it (each with the input that leads on), or null.
+ * Depth-first with an explicit stack, so a chain of thousands of nodes costs no call stack.
+ */
+function findCycle(links: Map<string, Link[]>, starts: string[]): Array<{ node: string; input: string }> | null {
+  const state = new Map<string, 'open' | 'done'>();
+  for (const start of starts) {
+    if (state.has(start)) continue;
+    const path: Array<{ node: string; next: number }> = [{ node: start, next: 0 }];
+    state.set(start, 'open');
+    while (path.length > 0) {
+      const top = path[path.length - 1]!;
+      const out = links.get(top.node) ?? [];
+      if (top.next >= out.length) {
+        state.set(top.node, 'done');
+        path.pop();
+        continue;
+      }
+      const link = out[top.next++]!;
+      const seen = state.get(link.source);
+      if (seen === 'open') {
+        const from = path.findIndex((p) => p.node === link.source);
+        return path.slice(from).map((p) => ({ node: p.node, input: (links.get(p.node) ?? [])[p.next - 1]!.input }));
+      }
+      if (seen === undefined) {
+        state.set(link.source, 'open');
+        path.push({ node: link.source, next: 0 });
+      }
+    }
+  }
+  return null;
+}
+
+/** Problems of one node; the links it makes to other nodes go onto `linked`. */
+function checkNode(id: string, wf: ApiWorkflow, defs: NodeDefinitions, linked: Link[]): NodeProblem[] {
   const node = wf[id]!;
   const def = defs[node.class_type]!;
   const inputs = node.inputs ?? {};
@@ -216,7 +290,7 @@ function checkNode(id: string, wf: ApiWorkflow, defs: NodeDefinitions, visit: st
         });
         continue;
       }
-      visit.push(source);
+      linked.push({ input: name, source });
       continue;
     }
     const problem = checkLiteral(name, entry, value);

@@ -30,7 +30,11 @@ export function parsePromptBody(raw: unknown): PromptRequest {
   }
   let clientId: string | null = null;
   if (body.client_id !== undefined && body.client_id !== null) {
-    if (typeof body.client_id !== 'string' || body.client_id.length > 256) throw new BadBody('invalid_prompt', 'client_id must be a string', 'client_id');
+    // It is stored with the job, and PostgreSQL refuses NUL in text.
+    // eslint-disable-next-line no-control-regex
+    if (typeof body.client_id !== 'string' || body.client_id.length > 256 || /[\u0000\p{Cs}]/u.test(body.client_id)) {
+      throw new BadBody('invalid_prompt', 'client_id must be a string', 'client_id');
+    }
     clientId = body.client_id || null;
   }
   return { prompt: body.prompt, promptId, clientId, extraData: extraDataForEngine(body.extra_data) };

@@ -11,6 +11,9 @@ import { requestOrigin } from '../../http/request-origin.js';
 
 const CONTENT_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9_.-]+=("[^"\r\n]*"|[A-Za-z0-9_.+-]+))*$/;
 const MAX_TAGS = 32;
+// Text PostgreSQL cannot store (NUL) or that is not Unicode at all (a lone UTF-16 surrogate).
+// eslint-disable-next-line no-control-regex
+const UNSTORABLE = /[\u0000\p{Cs}]/u;
 
 export interface AssetOptions {
   contentType?: string;
@@ -28,7 +31,7 @@ export function parseExpiresIn(value: unknown): number | undefined {
 
 export function checkTags(tags: unknown): string[] {
   if (tags === undefined || tags === null) return [];
-  if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string' || t.length === 0 || t.length > 128)) {
+  if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string' || t.length === 0 || t.length > 128 || UNSTORABLE.test(t))) {
     throw ApiError.invalid('tags must be a list of strings of 1 to 128 characters.');
   }
   if (tags.length > MAX_TAGS) throw ApiError.invalid(`At most ${MAX_TAGS} tags are allowed.`);
@@ -42,7 +45,7 @@ function checkContentType(value: string | undefined, fallback: string): string {
 }
 
 function checkFilePath(value: string): string {
-  const problem = validateFilePath(value);
+  const problem = UNSTORABLE.test(value) ? 'must be well-formed text' : validateFilePath(value);
   if (problem) throw ApiError.invalid(`file_path ${problem}.`);
   return value;
 }
