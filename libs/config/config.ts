@@ -25,6 +25,11 @@ export const ENV_DEFAULTS = {
   SIGNED_URL_TTL_SECONDS: '3600',
   MAX_UPLOAD_BYTES: String(100 * 1024 * 1024),
   MAX_JSON_BODY_BYTES: String(8 * 1024 * 1024),
+  // A client must have sent its whole request (headers and body) within these, or it gets 408.
+  HTTP_HEADERS_TIMEOUT_MS: '30000',
+  HTTP_REQUEST_TIMEOUT_MS: '120000',
+  // How often the server looks for clients past those deadlines.
+  HTTP_TIMEOUT_CHECK_MS: '2000',
   STORAGE_DRIVER: 'local',
   STORAGE_DIR: '.data/blobs',
   S3_ENDPOINT: '',
@@ -103,6 +108,9 @@ const schema = z.object({
   SIGNED_URL_TTL_SECONDS: int(1, 7 * 24 * 3600),
   MAX_UPLOAD_BYTES: int(1),
   MAX_JSON_BODY_BYTES: int(1024),
+  HTTP_HEADERS_TIMEOUT_MS: int(100, 3_600_000),
+  HTTP_REQUEST_TIMEOUT_MS: int(100, 24 * 3_600_000),
+  HTTP_TIMEOUT_CHECK_MS: int(10, 60_000),
   STORAGE_DRIVER: z.enum(['local', 's3']),
   STORAGE_DIR: z.string().min(1),
   S3_ENDPOINT: optionalUrl,
@@ -154,6 +162,8 @@ export interface Config {
   signedUrlTtlSeconds: number;
   maxUploadBytes: number;
   maxJsonBodyBytes: number;
+  /** Deadlines for receiving a request, against clients that send it slowly or never finish. */
+  http: { headersTimeoutMs: number; requestTimeoutMs: number; timeoutCheckMs: number };
   storage:
     | { driver: 'local'; dir: string }
     | {
@@ -241,6 +251,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     signedUrlTtlSeconds: e.SIGNED_URL_TTL_SECONDS,
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
+    http: {
+      // Node requires the headers deadline to fall within the whole request's.
+      headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS),
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      timeoutCheckMs: e.HTTP_TIMEOUT_CHECK_MS,
+    },
     storage:
       e.STORAGE_DRIVER === 'local'
         ? { driver: 'local', dir: e.STORAGE_DIR }

@@ -1,3 +1,5 @@
+import { STATUS_CODES as HTTP_REASONS } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERROR_STATUS, errorEnvelope, type ErrorCode } from '#libs/contracts';
 
@@ -84,6 +86,44 @@ function sanitize(message: string | undefined): string | undefined {
   if (!message) return undefined;
   // Fastify and Nest messages are safe to show, but keep them short and single-line.
   return message.replace(/\s+/g, ' ').slice(0, 300);
+}
+
+/**
+ * The client hung up while its request was still being read (a cut-off upload, a slow sender past
+ * its deadline): the error is the client's, and there is no one left to answer.
+ */
+export function clientHungUp(request: FastifyRequest, err: unknown): boolean {
+  const e = (err ?? {}) as ErrorLike;
+  return request.raw.destroyed && (e.message === 'aborted' || e.code === 'ECONNRESET' || e.code === 'ERR_STREAM_PREMATURE_CLOSE');
+}
+
+/** Errors Fastify's router raises before a route is found (its `frameworkErrors`). */
+export function frameworkErrorShape(err: { code?: string }): ErrorShape {
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return { status: 414, code: 'invalid_request', message: 'A path segment is too long.' };
+  if (err.code === 'FST_ERR_BAD_URL') return { status: 400, code: 'invalid_request', message: 'The URL is not valid (bad percent-encoding).' };
+  return { status: 400, code: 'invalid_request', message: 'The request is invalid.' };
+}
+
+/**
+ * Node's `clientError`: bytes that are not HTTP, headers too large, or a client that did not send
+ * its request in time. There is no request to answer through, so the reply is written to the
+ * socket directly, in the envelope, and the connection closed.
+ */
+export function rejectMalformedClient(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', 'The request was not received in time.']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'invalid_request', 'The request headers are too large.']
+        : [400, 'invalid_request', 'The request is not valid HTTP.'];
+  const body = JSON.stringify(errorEnvelope(code, message));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${HTTP_REASONS[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 export function isRouterPath(url: string, basePath: string): boolean {

@@ -2,7 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, Inject } from '@nestjs
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { CONFIG } from '../core/tokens.js';
-import { sendError, toErrorShape } from './error-body.js';
+import { clientHungUp, sendError, toErrorShape } from './error-body.js';
 
 /** The one global filter: whatever is thrown leaves in the contract's error shape. */
 @Catch()
@@ -14,6 +14,11 @@ export class AllErrorsFilter implements ExceptionFilter {
     const request = http.getRequest<FastifyRequest>();
     const reply = http.getResponse<FastifyReply>();
     const shape = toErrorShape(exception);
+    if (shape.unexpected && clientHungUp(request, exception)) {
+      request.log.debug({ err: exception }, 'client hung up mid-request');
+      reply.raw.destroy();
+      return;
+    }
     if (shape.unexpected) request.log.error({ err: exception }, 'unexpected error');
     if (reply.sent || reply.raw.headersSent) {
       reply.raw.destroy();

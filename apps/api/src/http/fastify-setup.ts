@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Server } from 'node:http';
+import { LogController, type FastifyHttpOptions, type FastifyInstance } from 'fastify';
 import type { Config } from '#libs/config';
 import { httpRequestObserved } from '#libs/metrics';
 import { deploymentRewriter } from '../surface/request-scope.js';
+import { frameworkErrorShape, rejectMalformedClient, sendError } from './error-body.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 // v2 `/jobs/{id}`, v1 `/job/{id}/status` and `/history/{id}`: the job a request is about.
@@ -18,7 +20,7 @@ export function redactUrl(url: string): string {
   return url.replace(/([?&](?:token|access_token|api_key|apikey|api-key|key|auth|authorization|password|secret|sig|signature)=)[^&#]*/gi, '$1[redacted]');
 }
 
-export function fastifyOptions(config: Config): FastifyServerOptions {
+export function fastifyOptions(config: Config): FastifyHttpOptions<Server> {
   return {
     bodyLimit: config.maxJsonBodyBytes,
     // request.ip (the brute-force guard's client address) looks behind this many trusted proxies.
@@ -32,8 +34,19 @@ export function fastifyOptions(config: Config): FastifyServerOptions {
     rewriteUrl: deploymentRewriter(config),
     // Per-request lines would dominate the log at load; errors are logged where they happen.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    // No connection is closed for being quiet: event streams, `Prefer: wait` and router calls stay
+    // silent for minutes by design. Clients that send slowly, or stop sending, are cut off by the
+    // deadlines for the headers and for the whole request instead (408, then the socket closes).
     connectionTimeout: 0,
-    requestTimeout: 120_000,
+    requestTimeout: config.http.requestTimeoutMs,
+    http: { headersTimeout: config.http.headersTimeoutMs, connectionsCheckingInterval: config.http.timeoutCheckMs },
+    // Bad percent-encoding or an over-long path parameter is found before any route runs.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('x-request-id', request.id);
+      sendError(request, reply, frameworkErrorShape(error), config.api.basePath);
+    },
+    // Malformed HTTP and clients past a deadline never become requests; they get the envelope too.
+    clientErrorHandler: rejectMalformedClient,
     // Every line logged while serving a request about a job carries its job_id (next to request_id).
     childLoggerFactory(logger, bindings, options, rawReq) {
       const jobId = jobIdOfUrl(rawReq.url ?? '');

@@ -2,7 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, Inject, Logger } from 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { CONFIG } from '../core/tokens.js';
-import { sendError, toErrorShape } from '../http/error-body.js';
+import { clientHungUp, sendError, toErrorShape } from '../http/error-body.js';
 import { RouterError, RouterValidationError } from './errors.js';
 
 /** Router errors leave as RouterErrorResponse (or the 422 validation body); the rest as the app maps them. */
@@ -34,6 +34,10 @@ export class RouterExceptionFilter implements ExceptionFilter {
       return;
     }
     const shape = toErrorShape(exception);
+    if (shape.unexpected && clientHungUp(request, exception)) {
+      reply.raw.destroy();
+      return;
+    }
     if (shape.unexpected) this.logger.error(`unexpected router error: ${(exception as Error)?.stack ?? String(exception)}`);
     sendError(request, reply, shape, this.config.api.basePath);
   }
