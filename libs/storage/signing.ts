@@ -32,11 +32,13 @@ export type VerifyResult = { ok: true; params: BlobUrlParams } | { ok: false; re
 export function verifyBlobUrl(
   secret: string,
   hash: string,
-  query: Record<string, string | undefined>,
+  query: Record<string, string | string[] | undefined>,
   nowSeconds = Math.floor(Date.now() / 1000),
 ): VerifyResult {
   const { exp, name, ct, sig } = query;
-  if (!exp || !/^\d{1,12}$/.test(exp) || name === undefined || ct === undefined || !sig) return { ok: false, reason: 'invalid' };
+  // A repeated parameter arrives as a list: `name=a&name=b` must not pass for a URL signed for "a,b".
+  if (typeof exp !== 'string' || typeof name !== 'string' || typeof ct !== 'string' || typeof sig !== 'string') return { ok: false, reason: 'invalid' };
+  if (!/^\d{1,12}$/.test(exp) || !sig) return { ok: false, reason: 'invalid' };
   const params: BlobUrlParams = { hash, expiresAt: Number(exp), fileName: name, contentType: ct };
   const expected = Buffer.from(mac(secret, params));
   const given = Buffer.from(sig);

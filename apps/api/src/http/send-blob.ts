@@ -24,6 +24,19 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
   return { start, end };
 }
 
+// A media type as a header may carry it: anything else stored with a blob is served as bytes.
+const MEDIA_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9_.-]+=("[\x20\x21\x23-\x7e]*"|[A-Za-z0-9_.+-]+))*$/;
+
+export function safeContentType(value: string): string {
+  return MEDIA_TYPE.test(value) ? value : 'application/octet-stream';
+}
+
+/**
+ * Uploaded bytes are served from the API's own origin; whatever they are (an HTML page, an SVG
+ * with script), a browser opening them directly must not run them there.
+ */
+export const BLOB_CSP = "default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'unsafe-inline'; sandbox";
+
 export function contentDisposition(fileName: string): string {
   const base = fileName.split('/').pop() || 'file';
   const ascii = base.replace(/[^\x20-\x7e]|["\\]/g, '_');
@@ -41,10 +54,11 @@ export async function sendBlob(
   if (size === null) throw new ApiError('not_found', 'The content is no longer available.');
   const range = parseRange(request.headers.range, size);
   reply.header('accept-ranges', 'bytes');
-  reply.header('content-type', blob.contentType);
+  reply.header('content-type', safeContentType(blob.contentType));
   reply.header('content-disposition', contentDisposition(blob.fileName));
   reply.header('etag', `"${blob.hash}"`);
   reply.header('x-content-type-options', 'nosniff');
+  reply.header('content-security-policy', BLOB_CSP);
   if (range === 'unsatisfiable') {
     reply.header('content-range', `bytes */${size}`);
     throw new ApiError('range_not_satisfiable', `The range is outside the content of ${size} bytes.`);
