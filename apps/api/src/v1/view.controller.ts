@@ -9,7 +9,10 @@ import { BLOB_STORE, CONFIG } from '../core/tokens.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { sendBlob } from '../http/send-blob.js';
 import { RateLimitGuard } from '../limits/index.js';
+import { escapesFolder } from './files/file-names.js';
 import { V1Files } from './files/v1-files.service.js';
+
+const FOLDER_TYPES = new Set(['input', 'output', 'temp']);
 
 function text(value: unknown, max = 1024): string {
   return typeof value === 'string' && value.length <= max ? value : '';
@@ -32,7 +35,13 @@ export class V1ViewController {
   async view(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const filename = text(query.filename);
     if (!filename) throw ApiError.invalid('filename is required.');
-    const found = await this.files.findByReference(account.id, { filename, subfolder: text(query.subfolder), type: text(query.type, 16) || 'output' });
+    // As the engine answers: a file name that climbs out is a bad request, a subfolder that does is forbidden.
+    if (escapesFolder(filename)) throw ApiError.invalid('filename must name a file, not a path outside its folder.');
+    if (escapesFolder(text(query.subfolder))) throw new ApiError('forbidden', 'subfolder must stay inside its folder.');
+    // The engine has three folders and answers 400 for any other; an odd type is not read as "output".
+    const type = query.type === undefined || query.type === '' ? 'output' : text(query.type, 16);
+    if (!FOLDER_TYPES.has(type)) throw ApiError.invalid('type must be input, output or temp.');
+    const found = await this.files.findByReference(account.id, { filename, subfolder: text(query.subfolder), type });
     if (!found) throw ApiError.notFound('file');
     const { asset, name } = found;
     if (this.config.surface === 'self-hosted') {

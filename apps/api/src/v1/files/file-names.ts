@@ -47,10 +47,21 @@ export function hashOfUploadName(name: string): string | null {
 }
 
 /**
+ * A name or folder that reaches outside where it is looked up: a `..` segment, an absolute or
+ * Windows path, or control characters. Names here never touch a disk, but the engine refuses
+ * such names on `/view` and so do we, rather than quietly resolving them to something else.
+ */
+export function escapesFolder(value: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  return value.startsWith('/') || /[\\\u0000-\u001f\u007f]/.test(value) || value.split('/').includes('..');
+}
+
+/**
  * What a file value in a prompt (or a `{filename, subfolder, type}` reference) points at:
  * `<hash>.png`, `sub/<hash>.png [input]`, or `<job id>/<name> [output]`; null for anything else.
  */
 export function parseFileValue(value: string, type?: string, subfolder?: string): FileRef | null {
+  if (escapesFolder(value) || (subfolder !== undefined && escapesFolder(subfolder))) return null;
   let folderType = type ?? 'input';
   let path = value;
   const annotated = ANNOTATION.exec(value);
