@@ -23,7 +23,7 @@ const REQUEST_TIMEOUT_MS = 2_000;
 const CHECK_MS = 100;
 const MAX_JSON = 64 * 1024;
 const MAX_UPLOAD = 256 * 1024;
-const URL_TTL_SECONDS = 3;
+const URL_TTL_SECONDS = 4;
 
 const stack = new TestStack('local');
 let cloud: Cloud;
