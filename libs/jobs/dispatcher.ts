@@ -60,21 +60,34 @@ export class Dispatcher {
     const [ready, counts] = await Promise.all([this.registry.readyCount(), this.queue.getJobCounts('active', 'waiting', 'prioritized')]);
     const capacity = ready - (counts.active ?? 0) - (counts.waiting ?? 0) - (counts.prioritized ?? 0);
     if (capacity <= 0) return 0;
+    // Only accounts with waiting jobs, and only their first few jobs, are read (partial indexes
+    // jobs_waiting_idx and jobs_handed_out_idx): the cost of a pass does not grow with the backlog.
     const picked = await this.db.$queryRaw<{ id: string; account_id: string }[]>`
-      WITH busy AS (
-        SELECT account_id, count(*)::int AS n FROM jobs
-        WHERE status IN ('running', 'canceling') OR (status = 'queued' AND dispatched_at IS NOT NULL)
-        GROUP BY account_id
-      ), waiting AS (
-        SELECT id, account_id, created_at,
-               row_number() OVER (PARTITION BY account_id ORDER BY created_at, id)::int AS rank
-        FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL
+      WITH RECURSIVE waiting_accounts AS (
+        (SELECT account_id FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL ORDER BY account_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.account_id FROM jobs j
+                WHERE j.status = 'queued' AND j.dispatched_at IS NULL AND j.account_id > w.account_id
+                ORDER BY j.account_id LIMIT 1)
+        FROM waiting_accounts w WHERE w.account_id IS NOT NULL
+      ), candidates AS (
+        SELECT a.id, a.last_dispatched_at, a.max_concurrent_jobs,
+               (SELECT count(*) FROM jobs b
+                WHERE b.account_id = a.id
+                  AND (b.status IN ('running', 'canceling') OR (b.status = 'queued' AND b.dispatched_at IS NOT NULL)))::int AS busy
+        FROM waiting_accounts w JOIN accounts a ON a.id = w.account_id
+        WHERE a.status = 'active'
       )
-      SELECT w.id, w.account_id FROM waiting w
-      JOIN accounts a ON a.id = w.account_id
-      LEFT JOIN busy b ON b.account_id = w.account_id
-      WHERE a.status = 'active' AND w.rank <= a.max_concurrent_jobs - coalesce(b.n, 0)
-      ORDER BY w.rank + coalesce(b.n, 0), a.last_dispatched_at ASC NULLS FIRST, w.created_at, w.id
+      SELECT j.id, c.id AS account_id
+      FROM candidates c
+      CROSS JOIN LATERAL (
+        SELECT id, created_at, row_number() OVER (ORDER BY created_at, id)::int AS rank
+        FROM (SELECT id, created_at FROM jobs
+              WHERE account_id = c.id AND status = 'queued' AND dispatched_at IS NULL
+              ORDER BY created_at, id
+              LIMIT greatest(0, least(${capacity}, c.max_concurrent_jobs - c.busy))) firsts
+      ) j
+      ORDER BY j.rank + c.busy, c.last_dispatched_at ASC NULLS FIRST, j.created_at, j.id
       LIMIT ${capacity}`;
     let handed = 0;
     for (const row of picked) {

@@ -174,6 +174,7 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     // Every follower's stream ends with its job; every v1 prompt ends on every socket.
     await Promise.all(followers.map((f) => f.client.until((events) => events.some((e) => e.event === 'status' && /succeeded|failed/.test(e.data)), 180_000)));
     await Promise.all(sockets.map((s) => Promise.all(prompts.map((p) => s.ended(p, 180_000)))));
+    const ran = await stack.db.job.count({ where: { accountId: { in: tenants.map((t) => t.id) }, status: 'succeeded' } });
     const memory = { api: [mib(api.child.pid!, 'VmRSS'), mib(api.child.pid!, 'VmHWM')], worker: [mib(worker.child.pid!, 'VmRSS'), mib(worker.child.pid!, 'VmHWM')], engine: [mib(engine.child.pid!, 'VmRSS'), mib(engine.child.pid!, 'VmHWM')] };
 
     // SSE: each client got every progress event logged after it connected, once; lag = receipt - log time.
@@ -213,6 +214,7 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
 
     const figures = [
       `submissions: ${sent} sent at ${RATE}/s over ${SECONDS} s, ${answered} answered, the last ${ms(drainMs)} after the window; errors ${failed}${failed ? ` (${[...failures].map(([k, n]) => `${k}×${n}`).join(', ')})` : ''}; p50 ${ms(pct(latencies, 0.5))}, p95 ${ms(pct(latencies, 0.95))}, p99 ${ms(pct(latencies, 0.99))}, max ${ms(pct(latencies, 1))}`,
+      `worker: ${ran} of the submitted jobs ran to success meanwhile (${(ran / SECONDS).toFixed(0)}/s on one worker; the rest wait in the queue)`,
       `SSE: ${followers.length} clients on ${logged.size} jobs, ${sseProgress} progress events delivered, ${sseMissing} missed`,
       `WebSocket: ${sockets.length} clients × ${prompts.length} prompts, ${wsProgress} progress messages delivered, ${wsShort} prompt views incomplete`,
       `router: ${bursts} bursts of ${ROUTER_PARALLEL} at limit ${ROUTER_LIMIT}: ${routerOk} ok, ${routerRefused} refused 429, ${routerOther} other; peak in flight at the partner ${routerPeak}; p50 ${ms(pct(routerLatencies, 0.5))}, p99 ${ms(pct(routerLatencies, 0.99))}`,
