@@ -39,12 +39,12 @@ export const ENV_DEFAULTS = {
   S3_ACCESS_KEY_ID: '',
   S3_SECRET_ACCESS_KEY: '',
   S3_FORCE_PATH_STYLE: 'true',
+  S3_REQUEST_TIMEOUT_MS: '30000',
   JOB_RETENTION_SECONDS: String(7 * 24 * 3600),
   JOB_QUEUE_TIMEOUT_SECONDS: String(24 * 3600),
   JOB_EXECUTION_TIMEOUT_SECONDS: String(3600),
   CREDITS_PER_SECOND: '1',
   CAPTURE_LOGS: 'true',
-  S3_REQUEST_TIMEOUT_MS: '30000',
   SSE_KEEPALIVE_MS: '15000',
   PREFER_WAIT_MAX_SECONDS: '60',
   ENGINE_URL: 'http://127.0.0.1:8188',
@@ -120,6 +120,7 @@ const schema = z.object({
   S3_ACCESS_KEY_ID: z.string(),
   S3_SECRET_ACCESS_KEY: z.string(),
   S3_FORCE_PATH_STYLE: bool,
+  S3_REQUEST_TIMEOUT_MS: int(100),
   JOB_RETENTION_SECONDS: int(60),
   JOB_QUEUE_TIMEOUT_SECONDS: int(1),
   JOB_EXECUTION_TIMEOUT_SECONDS: int(1),
@@ -128,7 +129,6 @@ const schema = z.object({
   SSE_KEEPALIVE_MS: int(100, 600_000),
   PREFER_WAIT_MAX_SECONDS: int(0, 600),
   ENGINE_URL: url(['http:', 'https:']),
-  S3_REQUEST_TIMEOUT_MS: int(100),
   WORKER_ID: z.string().regex(/^[A-Za-z0-9._-]{0,64}$/, 'letters, digits, . _ - only'),
   WORKER_HOST: z.string().min(1),
   WORKER_PORT: int(0, 65535),
@@ -175,6 +175,8 @@ export interface Config {
         accessKeyId: string;
         secretAccessKey: string;
         forcePathStyle: boolean;
+        /** A request whose connection stays silent this long fails (and is retried) instead of hanging. */
+        requestTimeoutMs: number;
       };
   jobs: {
     retentionSeconds: number;
@@ -185,8 +187,6 @@ export interface Config {
     captureLogs: boolean;
     sseKeepaliveMs: number;
     preferWaitMaxSeconds: number;
-        /** A request whose connection stays silent this long fails (and is retried) instead of hanging. */
-        requestTimeoutMs: number;
   };
   worker: { engineUrl: string; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
   router: { jwtSecret: string; jwtPublicKeys: string; deadlineMs: number; catalogFile: string; upstreamBaseUrls: Record<string, string> };
@@ -269,6 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             accessKeyId: e.S3_ACCESS_KEY_ID,
             secretAccessKey: e.S3_SECRET_ACCESS_KEY,
             forcePathStyle: e.S3_FORCE_PATH_STYLE,
+            requestTimeoutMs: e.S3_REQUEST_TIMEOUT_MS,
           },
     jobs: {
       retentionSeconds: e.JOB_RETENTION_SECONDS,
@@ -285,7 +286,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workerId: e.WORKER_ID,
       host: e.WORKER_HOST,
       port: e.WORKER_PORT,
-            requestTimeoutMs: e.S3_REQUEST_TIMEOUT_MS,
       shutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS,
       logCaptureBytes: e.LOG_CAPTURE_BYTES,
     },
