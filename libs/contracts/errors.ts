@@ -26,6 +26,7 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   method_not_allowed: 405,
   range_not_satisfiable: 416,
+  request_timeout: 408,
   inactive_account: 429,
 } as const;
 

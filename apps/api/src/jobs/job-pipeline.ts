@@ -91,31 +91,47 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Queue positions of every waiting job, ranked in one query at most every 250 ms per replica; a
-   * job newer than that ranking (a fresh submission) gets its own, cheaper, count.
+   * Queue positions of every waiting job, ranked in one query at most every 250 ms per replica,
+   * or less often when the ranking itself is slow (a long backlog): the database spends at most a
+   * quarter of its time on it. A job newer than that ranking (a fresh submission) gets its own,
+   * cheaper, count.
    */
   async queuePosition(jobId: string, createdAt: Date): Promise<number | null> {
     const now = Date.now();
-    if (!this.positions || now - this.positions.at > POSITIONS_TTL_MS) {
-      this.positions = { at: now, map: queuePositions(this.db) };
+    if (!this.positions || now - this.positions.at > Math.max(POSITIONS_TTL_MS, 4 * this.rankingMs)) {
+      const map = queuePositions(this.db);
+      this.positions = { at: now, map };
+      void map.then(() => (this.rankingMs = Date.now() - now)).catch(() => undefined);
     }
     if (this.positions.at < createdAt.getTime()) return this.freshPosition(jobId);
     return (await this.positions.map).get(jobId) ?? null;
   }
 
+  private rankingMs = 0;
   private freshIds: { id: string; resolve: (pos: number | null) => void; reject: (e: unknown) => void }[] = [];
+  private freshQuery: Promise<void> | null = null;
 
-  /** Fresh submissions of one turn of the event loop share one position query. */
+  /**
+   * Fresh submissions share position queries, one at a time: those arriving while one runs wait
+   * for the next, so a slower query (a longer queue) means larger batches, not more queries.
+   */
   private freshPosition(jobId: string): Promise<number | null> {
     return new Promise((resolve, reject) => {
-      if (this.freshIds.push({ id: jobId, resolve, reject }) > 1) return;
-      setImmediate(() => {
-        const batch = this.freshIds.splice(0);
-        queuePositionsOf(this.db, batch.map((b) => b.id)).then(
-          (found) => batch.forEach((b) => b.resolve(found.get(b.id) ?? null)),
-          (err: unknown) => batch.forEach((b) => b.reject(err)),
-        );
-      });
+      this.freshIds.push({ id: jobId, resolve, reject });
+      if (!this.freshQuery) this.freshQuery = new Promise<void>((r) => setImmediate(r)).then(() => this.runFreshQueries());
     });
+  }
+
+  private async runFreshQueries(): Promise<void> {
+    while (this.freshIds.length > 0) {
+      const batch = this.freshIds.splice(0);
+      try {
+        const found = await queuePositionsOf(this.db, batch.map((b) => b.id));
+        batch.forEach((b) => b.resolve(found.get(b.id) ?? null));
+      } catch (err) {
+        batch.forEach((b) => b.reject(err));
+      }
+    }
+    this.freshQuery = null;
   }
 }
