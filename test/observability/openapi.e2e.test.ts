@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { WebSocket } from 'ws';
 import { ERROR_STATUS } from '#libs/contracts';
 import { call } from '../support/http.js';
-import { ROOT, type RunningProcess } from '../support/processes.js';
+import type { RunningProcess } from '../support/processes.js';
 import { TestStack } from '../support/stack.js';
+import { dumpRoutes, type Route } from '../support/routes.js';
 
 // The served document against the routes that exist: every documented operation is a route (and
 // answers an unauthenticated request with anything but a routing 404), every route of the API is
@@ -23,26 +23,6 @@ const ROUTER_BUCKETS = [
 ];
 /** Served but not part of the tenant API: probes for Prometheus, the docs themselves, the operator dashboard. */
 const OPERATIONAL = [/^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/|$)/, /^\/admin\/queues(\/|$)/];
-
-interface Route {
-  method: string;
-  url: string;
-}
-
-function dumpRoutes(env: Record<string, string>): Promise<Route[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['test/observability/route-dump.mjs'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('exit', (code) => {
-      const line = out.split('\n').find((l) => l.startsWith('{"msg":"routes"'));
-      if (code !== 0 || !line) reject(new Error(`route dump failed (${code}): ${err}${out}`));
-      else resolve((JSON.parse(line) as { routes: Route[] }).routes);
-    });
-  });
-}
 
 /** `/api/v2/jobs/{id}` to Fastify's `/api/v2/jobs/:id`. */
 const toFastify = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');

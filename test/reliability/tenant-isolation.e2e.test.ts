@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import WebSocket from 'ws';
@@ -8,13 +7,14 @@ import { Redis } from 'ioredis';
 import { startCloud, slowJob, tinyImage, type Cloud } from '../support/cloud.js';
 import { bearer, call, callWithHost, jsonInit, uploadForm, type Reply } from '../support/http.js';
 import { waitUntil } from '../support/jobs.js';
-import { ROOT, type RunningProcess } from '../support/processes.js';
+import type { RunningProcess } from '../support/processes.js';
 import { ReliabilityReport } from '../support/reliability.js';
 import { TEST_REDIS_URL } from '../support/env.js';
 import { TEST_ROUTER_SECRET, TEST_SIGNING_SECRET, TestStack } from '../support/stack.js';
 import { startPartners, type Partners } from '../router/fake-partners.js';
 import { writeCatalog } from '../router/router-world.js';
 import { testPng } from '../v1/v1-world.js';
+import { dumpRoutes } from '../support/routes.js';
 
 // Tenant isolation, endpoint by endpoint. Account A owns jobs (finished, running, queued), assets,
 // v1 uploads, idempotency keys, a list cursor, router calls and a deployment. Account B uses A's
@@ -51,26 +51,6 @@ const NOT_TENANT_SCOPED: Record<string, string> = {
 
 /** `/api/v2/jobs/{id}` and `/api/v2/jobs/:id` both to `/api/v2/jobs/:p`. */
 const shape = (route: string) => route.replace(/\{\w+\}/g, ':p').replace(/:\w+/g, ':p');
-
-interface Route {
-  method: string;
-  url: string;
-}
-
-function dumpRoutes(env: Record<string, string>): Promise<Route[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['test/observability/route-dump.mjs'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('exit', (code) => {
-      const line = out.split('\n').find((l) => l.startsWith('{"msg":"routes"'));
-      if (code !== 0 || !line) reject(new Error(`route dump failed (${code}): ${err}${out}`));
-      else resolve((JSON.parse(line) as { routes: Route[] }).routes);
-    });
-  });
-}
 
 /** What B can observe of an answer; the probed identifier is masked so A's and the unknown one compare. */
 function fingerprint(r: Reply, probe: string[]) {
