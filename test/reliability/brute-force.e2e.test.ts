@@ -76,6 +76,8 @@ function retryAfter(answer: Answer): number {
   return Number(answer.headers['retry-after']);
 }
 
+const OPERATOR_TOKEN = 'operator-token-brute-force-0123456789';
+
 describe('brute force: failed authentications are limited per client address', () => {
   const stack = new TestStack('local');
   let api: RunningProcess;
@@ -85,7 +87,7 @@ describe('brute force: failed authentications are limited per client address', (
 
   beforeAll(async () => {
     await stack.open();
-    api = await stack.startApi({ AUTH_FAILURE_LIMIT: String(LIMIT), AUTH_FAILURE_WINDOW_SECONDS: String(WINDOW_SECONDS) });
+    api = await stack.startApi({ AUTH_FAILURE_LIMIT: String(LIMIT), AUTH_FAILURE_WINDOW_SECONDS: String(WINDOW_SECONDS), OPERATOR_TOKEN });
     account = await stack.account({ name: 'valid' });
     await stack.accounts.setLimits(account.id, { routerEnabled: true });
     routerToken = await mintRouterToken(TEST_ROUTER_SECRET, account.id);
@@ -146,6 +148,15 @@ describe('brute force: failed authentications are limited per client address', (
       ok: 200,
       unauthorized: (a) => a.status === 401 && a.body?.error_type === 'unauthorized' && a.headers['x-service-error-type'] === 'unauthorized',
       limited: (a) => a.status === 429 && a.body?.error_type === 'rate_limited' && typeof a.body?.detail === 'string' && a.headers['x-service-error-type'] === 'rate_limited',
+    },
+    {
+      name: 'operator dashboard Authorization: Bearer <OPERATOR_TOKEN>',
+      attempt: (source, token) => from(source, `${api.url}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${token}` } }),
+      valid: () => OPERATOR_TOKEN,
+      wrong: (i) => `operator-guess-${i}-0123456789abcdef`,
+      ok: 200,
+      unauthorized: envelope401,
+      limited: envelope429,
     },
   ];
 

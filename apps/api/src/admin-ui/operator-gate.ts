@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
+import type { AuthFailures } from '../auth/index.js';
 import { sendError } from '../http/error-body.js';
 
 export const OPERATOR_COOKIE = 'cc_operator';
@@ -27,12 +28,21 @@ function cookieValue(header: string | undefined, name: string): string | null {
  * `Authorization: Bearer <OPERATOR_TOKEN>` (scripts), or a session cookie that a browser gets by
  * opening the page once with `?token=<OPERATOR_TOKEN>`. The cookie holds an HMAC of the token, not
  * the token, and the redirect drops the token from the address bar (and from later Referer headers).
- * Anything else is a 401 ErrorEnvelope.
+ * Anything else is a 401 ErrorEnvelope. Wrong tokens count against the client's address like any
+ * other failed authentication, so the operator token cannot be guessed faster than an API key.
  */
-export function operatorGate(config: Config, pathPrefix: string) {
+export function operatorGate(config: Config, pathPrefix: string, failures: AuthFailures) {
   const expected = mac(config.signingSecret, config.operatorToken);
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const header = request.headers.authorization;
+    const presented = header !== undefined || request.headers.cookie?.includes(`${OPERATOR_COOKIE}=`) || request.url.includes('token=');
+    if (presented) {
+      const wait = await failures.blockedFor(request.ip);
+      if (wait !== null) {
+        await sendError(request, reply, { status: 429, code: 'rate_limited', message: failures.message(), headers: { 'retry-after': String(wait) } }, config.api.basePath);
+        return;
+      }
+    }
     if (header?.startsWith('Bearer ') && sameMac(mac(config.signingSecret, header.slice(7).trim()), expected)) return;
     const cookie = cookieValue(request.headers.cookie, OPERATOR_COOKIE);
     if (cookie && /^[0-9a-f]{64}$/.test(cookie) && sameMac(Buffer.from(cookie, 'hex'), expected)) return;
@@ -47,6 +57,7 @@ export function operatorGate(config: Config, pathPrefix: string) {
       await reply.redirect(`${url.pathname}${url.search}`, 303);
       return;
     }
+    if (presented) await failures.failed(request.ip);
     await sendError(
       request,
       reply,

@@ -4,6 +4,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '#libs/config';
+import { AuthFailures } from '../auth/index.js';
 import { JobPipeline } from '../jobs/job-pipeline.js';
 import { operatorGate } from './operator-gate.js';
 
@@ -35,7 +36,7 @@ export async function mountQueueDashboard(app: NestFastifyApplication, config: C
   await app.register(
     async (scope: FastifyInstance) => {
       // In this plugin's scope only: every dashboard route, page, asset and API call is gated.
-      scope.addHook('onRequest', operatorGate(config, prefix));
+      scope.addHook('onRequest', operatorGate(config, prefix, app.get(AuthFailures)));
       await scope.register(plugin);
     },
     { prefix },
