@@ -104,7 +104,8 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
       void map.then(() => (this.rankingMs = Date.now() - now)).catch(() => undefined);
     }
     if (this.positions.at < createdAt.getTime()) return this.freshPosition(jobId);
-    return (await this.positions.map).get(jobId) ?? null;
+    // A job committed just after the ranking read its snapshot is missing from it: count it alone.
+    return (await this.positions.map).get(jobId) ?? this.freshPosition(jobId);
   }
 
   private rankingMs = 0;
