@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Asset, Db } from '#libs/db';
 import type { BlobStore, StoredBlob } from '#libs/storage';
+import { isStorableText } from '#libs/contracts';
 
 /** Registers stored bytes; identical bytes share one row. */
 export async function recordBlob(db: Db, stored: StoredBlob): Promise<void> {
@@ -72,6 +73,7 @@ export function guessContentType(fileName: string): string {
  */
 export function validateFilePath(value: string): string | null {
   if (value.length === 0 || value.length > 1024) return 'must be 1 to 1024 characters';
+  if (!isStorableText(value)) return 'must be well-formed text';
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f\\]/.test(value)) return 'must not contain control characters or backslashes';
   if (value.startsWith('/')) return 'must be relative';

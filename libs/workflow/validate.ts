@@ -2,6 +2,8 @@
 // (`GET /object_info`) before a job exists. The problems carry the engine's own error types and
 // messages so v1 can answer in the engine's 400 shape and v2 in its {field, reason} lists.
 
+import { isStorableText } from '#libs/contracts';
+
 export interface NodeDefinition {
   input?: { required?: Record<string, unknown>; optional?: Record<string, unknown>; hidden?: Record<string, unknown> };
   output?: unknown[];
@@ -62,10 +64,6 @@ function invalid(message: string, details: string): ValidationOutcome {
   return { ok: false, error: { type: 'invalid_prompt', message, details }, nodeErrors: {} };
 }
 
-// PostgreSQL cannot store either in a jsonb document: the insert would fail, long after validation.
-// eslint-disable-next-line no-control-regex
-const UNSTORABLE = /[\u0000\p{Cs}]/u;
-
 /** The id of the first node with a key or string value PostgreSQL cannot store, or null. */
 function findUnstorableString(workflow: Record<string, unknown>): string | null {
   for (const [id, node] of Object.entries(workflow)) {
@@ -73,7 +71,7 @@ function findUnstorableString(workflow: Record<string, unknown>): string | null 
     while (stack.length > 0) {
       const value = stack.pop();
       if (typeof value === 'string') {
-        if (UNSTORABLE.test(value)) return id;
+        if (!isStorableText(value)) return id;
       } else if (Array.isArray(value)) {
         for (const item of value) stack.push(item); // not push(...value): a long array would overflow the arguments
       } else if (typeof value === 'object' && value !== null) {

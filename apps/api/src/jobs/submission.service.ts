@@ -75,8 +75,6 @@ export class SubmissionService {
     const format = workflowFormat(workflow);
     if (format === 'ui') throw new ApiError('workflow_format_ui', 'The workflow is in the editor (UI) format; export it in API format.');
     if (format === 'invalid') throw new ApiError('invalid_workflow', 'workflow must be an object in the engine API format.');
-    // PostgreSQL's jsonb cannot store a NUL character; refuse it here rather than fail on insert.
-    if (JSON.stringify(workflow).includes('\\u0000')) throw new ApiError('invalid_workflow', 'Workflow strings must not contain NUL characters.');
     const outcome = validateWorkflow(workflow, await this.definitions());
     if (!outcome.ok) throw new WorkflowRejected(outcome);
     return { workflow: workflow as ApiWorkflow, outputs: outcome.outputs };

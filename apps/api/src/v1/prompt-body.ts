@@ -1,3 +1,4 @@
+import { isStorableText } from '#libs/contracts';
 import { BadBody, parseJsonObject } from './http/engine-body.js';
 import { isUuid } from './files/file-names.js';
 
@@ -30,9 +31,8 @@ export function parsePromptBody(raw: unknown): PromptRequest {
   }
   let clientId: string | null = null;
   if (body.client_id !== undefined && body.client_id !== null) {
-    // It is stored with the job, and PostgreSQL refuses NUL in text.
-    // eslint-disable-next-line no-control-regex
-    if (typeof body.client_id !== 'string' || body.client_id.length > 256 || /[\u0000\p{Cs}]/u.test(body.client_id)) {
+    // It is stored with the job.
+    if (typeof body.client_id !== 'string' || body.client_id.length > 256 || !isStorableText(body.client_id)) {
       throw new BadBody('invalid_prompt', 'client_id must be a string', 'client_id');
     }
     clientId = body.client_id || null;

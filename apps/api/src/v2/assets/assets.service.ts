@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { createAssetRecord, deleteAssetsAndOrphanBlobs, guessContentType, recordBlob, validateFilePath } from '#libs/assets';
 import type { Config } from '#libs/config';
-import { ApiError, type AssetView } from '#libs/contracts';
+import { ApiError, isStorableText, type AssetView } from '#libs/contracts';
 import type { Asset, Db } from '#libs/db';
 import { formatHashRef, parseHashRef, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB } from '../../core/tokens.js';
@@ -11,9 +11,6 @@ import { requestOrigin } from '../../http/request-origin.js';
 
 const CONTENT_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9_.-]+=("[^"\r\n]*"|[A-Za-z0-9_.+-]+))*$/;
 const MAX_TAGS = 32;
-// Text PostgreSQL cannot store (NUL) or that is not Unicode at all (a lone UTF-16 surrogate).
-// eslint-disable-next-line no-control-regex
-const UNSTORABLE = /[\u0000\p{Cs}]/u;
 
 export interface AssetOptions {
   contentType?: string;
@@ -31,7 +28,7 @@ export function parseExpiresIn(value: unknown): number | undefined {
 
 export function checkTags(tags: unknown): string[] {
   if (tags === undefined || tags === null) return [];
-  if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string' || t.length === 0 || t.length > 128 || UNSTORABLE.test(t))) {
+  if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string' || t.length === 0 || t.length > 128 || !isStorableText(t))) {
     throw ApiError.invalid('tags must be a list of strings of 1 to 128 characters.');
   }
   if (tags.length > MAX_TAGS) throw ApiError.invalid(`At most ${MAX_TAGS} tags are allowed.`);
@@ -45,7 +42,7 @@ function checkContentType(value: string | undefined, fallback: string): string {
 }
 
 function checkFilePath(value: string): string {
-  const problem = UNSTORABLE.test(value) ? 'must be well-formed text' : validateFilePath(value);
+  const problem = validateFilePath(value);
   if (problem) throw ApiError.invalid(`file_path ${problem}.`);
   return value;
 }
