@@ -27,8 +27,13 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
 // A media type as a header may carry it: anything else stored with a blob is served as bytes.
 const MEDIA_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9_.-]+=("[\x20\x21\x23-\x7e]*"|[A-Za-z0-9_.+-]+))*$/;
 
+/** Whether a header can carry this media type as it is; uploads are held to it too. */
+export function isMediaType(value: string): boolean {
+  return MEDIA_TYPE.test(value);
+}
+
 export function safeContentType(value: string): string {
-  return MEDIA_TYPE.test(value) ? value : 'application/octet-stream';
+  return isMediaType(value) ? value : 'application/octet-stream';
 }
 
 /**

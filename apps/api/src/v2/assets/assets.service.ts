@@ -8,8 +8,8 @@ import type { Asset, Db } from '#libs/db';
 import { formatHashRef, parseHashRef, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB } from '../../core/tokens.js';
 import { requestOrigin } from '../../http/request-origin.js';
+import { isMediaType } from '../../http/send-blob.js';
 
-const CONTENT_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9_.-]+=("[^"\r\n]*"|[A-Za-z0-9_.+-]+))*$/;
 const MAX_TAGS = 32;
 
 export interface AssetOptions {
@@ -37,7 +37,7 @@ export function checkTags(tags: unknown): string[] {
 
 function checkContentType(value: string | undefined, fallback: string): string {
   if (value === undefined || value === '') return fallback;
-  if (!CONTENT_TYPE.test(value)) throw ApiError.invalid('content_type must be a media type such as image/png.');
+  if (!isMediaType(value)) throw ApiError.invalid('content_type must be a media type such as image/png.');
   return value;
 }
 
