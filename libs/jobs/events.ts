@@ -23,6 +23,13 @@ export function isStreamId(value: string): boolean {
   return STREAM_ID.test(value);
 }
 
+/** Orders two stream ids as the log does: negative when `a` came first. */
+export function compareStreamIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
+  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
+  return am === bm ? (as === bs ? 0 : as < bs ? -1 : 1) : am < bm ? -1 : 1;
+}
+
 // XADD, EXPIRE and PUBLISH in one round trip, atomically: a listener that sees the published
 // event can always find it in the log, which is what makes Last-Event-ID resumption lossless.
 const APPEND = `

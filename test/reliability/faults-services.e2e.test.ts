@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Blake3Hasher } from '@napi-rs/blake-hash';
 import { loadConfig } from '#libs/config';
 import { createBlobStore } from '#libs/storage';
-import { slowJob } from '../support/cloud.js';
+import { slowJob, startCloud } from '../support/cloud.js';
 import { TEST_S3_ENDPOINT } from '../support/env.js';
 import { bearer, call } from '../support/http.js';
 import { JobBook, describeStatuses } from '../support/invariants.js';
@@ -41,11 +41,7 @@ afterAll(async () => {
 
 async function cloud(stack: TestStack, workers: number, env: Record<string, string> = {}): Promise<RunningProcess> {
   await stack.open();
-  for (let i = 0; i < workers; i++) {
-    const engine = await stack.start('apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: '0', SIM_STEP_MS: '10' });
-    await stack.start('apps/worker/src/main.js', { ENGINE_URL: engine.url, WORKER_PORT: '0', WORKER_ID: `w${i}-${stack.name}`, ...env }, 'ready');
-  }
-  return stack.startApi(env);
+  return (await startCloud(stack, { workers, engine: { SIM_STEP_MS: '10' }, worker: env, api: env })).api;
 }
 
 describe('Redis restarted, losing everything it held, while jobs are queued and running', () => {

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import WebSocket from 'ws';
 import { Redis } from 'ioredis';
 import { mintRouterToken } from '#libs/auth';
-import { JobEventLog, jobKeys } from '#libs/jobs';
-import { textToImage, tinyImage } from '../support/cloud.js';
+import { JobEventLog, compareStreamIds, jobKeys } from '#libs/jobs';
+import { startCloud, textToImage, tinyImage } from '../support/cloud.js';
 import { TEST_REDIS_URL } from '../support/env.js';
 import { bearer, call, jsonInit } from '../support/http.js';
-import type { RunningProcess } from '../support/processes.js';
+import { memoryMiB, type RunningProcess } from '../support/processes.js';
 import { ReliabilityReport } from '../support/reliability.js';
 import { SseClient } from '../support/sse.js';
 import { TEST_ROUTER_SECRET, TestStack } from '../support/stack.js';
@@ -33,19 +32,13 @@ const report = new ReliabilityReport(SOAK ? 'Soak' : 'Load', SOAK ? 9 : 3);
 afterAll(() => report.save());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** Redis stream ids in log order. */
-const after = (a: string, b: string) => {
-  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
-  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
-  return am > bm || (am === bm && as > bs);
-};
 const pct = (xs: number[], p: number) => {
   if (xs.length === 0) return 0;
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
 };
 const ms = (x: number) => `${Math.round(x)} ms`;
-const mib = (pid: number, field: 'VmRSS' | 'VmHWM') => Math.round(Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
+const mib = (p: RunningProcess, field: 'VmRSS' | 'VmHWM') => Math.round(memoryMiB(p.child.pid!, field));
 
 describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, ${WS_CLIENTS} WebSocket clients and router bursts`, () => {
   const stack = new TestStack('local');
@@ -57,9 +50,10 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
   beforeAll(async () => {
     await stack.open();
     partners = await startPartners();
-    engine = await stack.start('apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: '0', SIM_STEP_MS: '15' });
-    worker = await stack.start('apps/worker/src/main.js', { ENGINE_URL: engine.url, WORKER_PORT: '0', WORKER_ID: 'load-w' }, 'ready');
-    api = await stack.startApi({ ROUTER_CATALOG_FILE: writeCatalog(stack.blobDir), ROUTER_UPSTREAM_BASE_URLS: partners.upstreamEnv });
+    const cloud = await startCloud(stack, { engine: { SIM_STEP_MS: '15' }, api: { ROUTER_CATALOG_FILE: writeCatalog(stack.blobDir), ROUTER_UPSTREAM_BASE_URLS: partners.upstreamEnv } });
+    ({ api } = cloud);
+    [worker] = cloud.workers as [RunningProcess];
+    [engine] = cloud.engines as [RunningProcess];
   }, 60_000);
   afterAll(async () => {
     await partners?.stop();
@@ -175,7 +169,7 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     await Promise.all(followers.map((f) => f.client.until((events) => events.some((e) => e.event === 'status' && /succeeded|failed/.test(e.data)), 180_000)));
     await Promise.all(sockets.map((s) => Promise.all(prompts.map((p) => s.ended(p, 180_000)))));
     const ran = await stack.db.job.count({ where: { accountId: { in: tenants.map((t) => t.id) }, status: 'succeeded' } });
-    const memory = { api: [mib(api.child.pid!, 'VmRSS'), mib(api.child.pid!, 'VmHWM')], worker: [mib(worker.child.pid!, 'VmRSS'), mib(worker.child.pid!, 'VmHWM')], engine: [mib(engine.child.pid!, 'VmRSS'), mib(engine.child.pid!, 'VmHWM')] };
+    const memory = { api: [mib(api, 'VmRSS'), mib(api, 'VmHWM')], worker: [mib(worker, 'VmRSS'), mib(worker, 'VmHWM')], engine: [mib(engine, 'VmRSS'), mib(engine, 'VmHWM')] };
 
     // SSE: each client got every progress event logged after it connected, once; lag = receipt - log time.
     const redis = new Redis(TEST_REDIS_URL);
@@ -190,7 +184,7 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
       const got = new Set(client.events.filter((e) => e.event === 'progress').map((e) => e.id));
       // A client that connected late gets a snapshot stamped with the log's last id, then everything after it.
       const first = client.events[0]?.id ?? '0-0';
-      const expected = ids.filter((id) => after(id, first));
+      const expected = ids.filter((id) => compareStreamIds(id, first) > 0);
       sseMissing += expected.filter((id) => !got.has(id)).length;
       sseProgress += got.size;
       client.close();

@@ -1,13 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { Blake3Hasher } from '@napi-rs/blake-hash';
 import { EngineClient } from '#libs/engine-protocol';
 import { slowJob } from '../support/cloud.js';
 import { JobsProbe, waitUntil } from '../support/jobs.js';
+import { memoryMiB } from '../support/processes.js';
 import { TestStack } from '../support/stack.js';
 
-function rssMiB(pid: number): number {
-  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-}
 
 describe('worker faults: never stuck, nothing lost', () => {
   const stack = new TestStack('local');
@@ -115,9 +112,9 @@ describe('worker faults: never stuck, nothing lost', () => {
   it('streams a 200 MB output with bounded worker memory, byte for byte', async () => {
     const pair = await startPair('fault-e');
     await new Promise((r) => setTimeout(r, 500));
-    const baseline = rssMiB(pair.worker.child.pid!);
+    const baseline = memoryMiB(pair.worker.child.pid!);
     let peak = baseline;
-    const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pair.worker.child.pid!))), 50);
+    const sampler = setInterval(() => (peak = Math.max(peak, memoryMiB(pair.worker.child.pid!))), 50);
     const size = 200 * 1024 * 1024;
     const jobId = await probe.place(account.id, {
       '1': { class_type: 'SimLargeFile', inputs: { size_bytes: size, filename_prefix: 'big', seed: 7 } },

@@ -3,17 +3,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { isTerminal } from '#libs/contracts';
 import type { Account, Db } from '#libs/db';
-import { isStreamId, type StoredJobEvent } from '#libs/jobs';
+import { compareStreamIds, isStreamId, type StoredJobEvent } from '#libs/jobs';
 import type { EventFanout } from '../../jobs/event-fanout.js';
 import type { JobPipeline } from '../../jobs/job-pipeline.js';
 import type { JobViews } from '../../jobs/job-views.service.js';
 import type { AccountLimits } from '../../limits/index.js';
-
-function compareIds(a: string, b: string): number {
-  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
-  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
-  return am === bm ? (as === bs ? 0 : as < bs ? -1 : 1) : am < bm ? -1 : 1;
-}
 
 export interface StreamDeps {
   db: Db;
@@ -75,7 +69,7 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
   };
   const deliver = (e: StoredJobEvent) => {
     chain = chain.then(async () => {
-      if (ended || compareIds(e.id, lastSent) <= 0) return;
+      if (ended || compareStreamIds(e.id, lastSent) <= 0) return;
       lastSent = e.id;
       await send(e.id, e.event, e.data);
     });
