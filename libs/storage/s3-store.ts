@@ -97,9 +97,10 @@ export class S3BlobStore implements BlobStore {
     try {
       await Promise.all([
         upload.done().catch((err: unknown) => {
-          // Stop reading the source too: nothing else would ever release it.
-          piped.destroy();
-          body.destroy();
+          // Nothing reads `piped` any more: drain it, so the source is read to its end and released.
+          // (Destroying it would tear down the source too, and with it the connection of a client
+          // whose upload we still owe an answer.)
+          piped.resume();
           throw err;
         }),
         feeding.catch(async (err: unknown) => {

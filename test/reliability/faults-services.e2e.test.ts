@@ -4,7 +4,7 @@ import { loadConfig } from '#libs/config';
 import { createBlobStore } from '#libs/storage';
 import { slowJob, startCloud } from '../support/cloud.js';
 import { TEST_S3_ENDPOINT } from '../support/env.js';
-import { bearer, call } from '../support/http.js';
+import { bearer, call, uploadForm } from '../support/http.js';
 import { JobBook, describeStatuses } from '../support/invariants.js';
 import { waitUntil } from '../support/jobs.js';
 import type { RunningProcess } from '../support/processes.js';
@@ -161,7 +161,11 @@ describe('the S3 store unavailable during output upload', () => {
     await waitUntil(async () => (await stack.db.job.count({ where: { id: { in: ids }, status: { in: ['running', 'succeeded'] } } })) >= 2, 20_000, 'jobs running');
 
     s3.setMode('refuse');
-    await sleep(2500);
+    // A client uploading meanwhile is told to retry, in the envelope, and nothing is recorded.
+    const t0 = Date.now();
+    const upload = await call(`${api.url}/api/v2/assets`, { method: 'POST', headers: bearer(account.key), body: uploadForm(Buffer.from('during the outage'), 'outage.txt') });
+    const uploadMs = Date.now() - t0;
+    await sleep(Math.max(0, 2500 - uploadMs));
     s3.setMode('blackhole');
     await sleep(1500);
     s3.setMode('pass');
@@ -189,6 +193,13 @@ describe('the S3 store unavailable during output upload', () => {
     // A failed job says why; a succeeded one has its output (checked by verify).
     const failed = await stack.db.job.findMany({ where: { id: { in: ids }, status: 'failed' }, select: { error: true } });
     const unexplained = failed.filter((j) => typeof (j.error as { code?: unknown } | null)?.code !== 'string').length;
+    const outageAssets = await stack.db.asset.count({ where: { accountId: account.id, filePath: 'outage.txt' } });
+    report.record({
+      tried: 'an upload through the API while S3 refuses connections',
+      count: 1,
+      outcome: `${upload.status} ${upload.body?.error?.code ?? upload.text.slice(0, 60)} after ${uploadMs} ms (Retry-After ${upload.headers.get('retry-after')}); ${outageAssets} asset recorded`,
+      held: upload.status === 503 && upload.body?.error?.code === 'service_unavailable' && outageAssets === 0,
+    });
     report.record({
       tried: 'S3 refusing connections for 2.5 s, then swallowing them for 1.5 s, during 10 uploads of 6 MiB outputs',
       count: s3.faults,
@@ -198,6 +209,10 @@ describe('the S3 store unavailable during output upload', () => {
     expect(result.violations).toEqual([]);
     expect(broken).toBe(0);
     expect(unexplained).toBe(0);
+    expect(upload.status).toBe(503);
+    expect(upload.body.error.code).toBe('service_unavailable');
+    expect(upload.headers.get('retry-after')).toBe('1');
+    expect(outageAssets).toBe(0);
     expect(result.byStatus.succeeded ?? 0).toBeGreaterThanOrEqual(8);
   }, 300_000);
 });

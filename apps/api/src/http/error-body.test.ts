@@ -15,8 +15,10 @@ describe('toErrorShape', () => {
     expect(shape.unexpected).toBe(true);
   });
 
-  it('turns a lost database or Redis connection into a retryable 503', () => {
-    for (const err of [Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), new Error('Connection is closed.')]) {
+  it('turns a lost database or Redis connection, or a silent or failing S3 store, into a retryable 503', () => {
+    const s3Timeout = Object.assign(new Error('a request has exceeded the configured 3000 ms requestTimeout.'), { name: 'TimeoutError' });
+    const s3Failing = Object.assign(new Error('We encountered an internal error.'), { name: 'InternalError', $metadata: { httpStatusCode: 503 } });
+    for (const err of [Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), new Error('Connection is closed.'), s3Timeout, s3Failing]) {
       const shape = toErrorShape(err);
       expect(shape.status).toBe(503);
       expect(shape.code).toBe('service_unavailable');

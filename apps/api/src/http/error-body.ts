@@ -56,6 +56,13 @@ interface ErrorLike {
 
 const TRANSIENT = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection is closed|Can't reach database|connect ECONN|P1001|P1017|Stream isn't writeable/i;
 
+/** A dependency that is down or failing, not a fault of ours or the client's: worth a retry. */
+function isTransient(e: ErrorLike & { $metadata?: { httpStatusCode?: number } }): boolean {
+  // The S3 SDK: a request that timed out (S3_REQUEST_TIMEOUT_MS), or the store answering 5xx.
+  if (e.name === 'TimeoutError' || (e.$metadata?.httpStatusCode ?? 0) >= 500) return true;
+  return TRANSIENT.test(`${e.code ?? ''} ${e.message ?? ''}`);
+}
+
 /** Maps anything thrown to the shape we send; `null` status 500 means "unexpected". */
 export function toErrorShape(err: unknown): ErrorShape & { unexpected: boolean } {
   if (err instanceof ApiError) {
@@ -76,7 +83,7 @@ export function toErrorShape(err: unknown): ErrorShape & { unexpected: boolean }
     }
     return { status, code, message, unexpected: false };
   }
-  if (TRANSIENT.test(`${e.code ?? ''} ${e.message ?? ''}`)) {
+  if (isTransient(e)) {
     return { status: 503, code: 'service_unavailable', message: FRIENDLY.service_unavailable!, headers: { 'retry-after': '1' }, unexpected: true };
   }
   return { status: ERROR_STATUS.upstream_error, code: 'upstream_error', message: 'Something went wrong on our side. Retry later.', unexpected: true };
@@ -94,7 +101,11 @@ function sanitize(message: string | undefined): string | undefined {
  */
 export function clientHungUp(request: FastifyRequest, err: unknown): boolean {
   const e = (err ?? {}) as ErrorLike;
-  return request.raw.destroyed && (e.message === 'aborted' || e.code === 'ECONNRESET' || e.code === 'ERR_STREAM_PREMATURE_CLOSE');
+  // The connection, not the request stream: a request whose body was read to the end is destroyed
+  // too, and an ECONNRESET from a dependency (S3, the engine) must still get its 503.
+  const socket = request.raw.socket as { destroyed?: boolean } | null;
+  const gone = !socket || socket.destroyed === true;
+  return gone && (e.message === 'aborted' || e.code === 'ECONNRESET' || e.code === 'ERR_STREAM_PREMATURE_CLOSE');
 }
 
 /** Errors Fastify's router raises before a route is found (its `frameworkErrors`). */
