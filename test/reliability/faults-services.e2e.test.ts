@@ -67,10 +67,11 @@ describe('Redis restarted, losing everything it held, while jobs are queued and 
     await book.waitAllTerminal(150_000);
     const result = await book.verify(api.url, redis.url);
     const reruns = await stack.db.job.count({ where: { attempts: { gt: 1 } } });
+    const failures = (await stack.db.job.findMany({ where: { status: 'failed' }, select: { error: true } })).map((j) => JSON.stringify(j.error));
     report.record({
       tried: 'Redis SIGKILL and restart without persistence (2 running, 12 queued, 4 submitted during the outage)',
       count: 1,
-      outcome: `${describeStatuses(result.byStatus)}; ${reruns} run twice; submissions retried ${book.retried} (${[...book.errorsSeen].map(([s, n]) => `${s}×${n}`).join(', ') || 'no errors'}); ${result.violations.length} violations`,
+      outcome: `${describeStatuses(result.byStatus)}; ${reruns} run twice; submissions retried ${book.retried} (${[...book.errorsSeen].map(([s, n]) => `${s}×${n}`).join(', ') || 'no errors'}); ${result.violations.length} violations${failures.length ? `; failed: ${failures.join(' ')}` : ''}`,
       held: result.violations.length === 0 && result.byStatus.succeeded === 18 && reruns === 0,
     });
     expect(result.violations).toEqual([]);

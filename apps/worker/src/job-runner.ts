@@ -37,7 +37,8 @@ export interface RunnerDeps {
   log: Log;
 }
 
-type Ending = { outcome: Outcome } | { handBack: string };
+// A handed-back job runs again elsewhere; once its attempts are used up it fails with `code`.
+type Ending = { outcome: Outcome } | { handBack: string; code?: string };
 
 const ENGINE_LOST_MS = 30_000;
 
@@ -92,8 +93,10 @@ export class JobRunner {
     try {
       ending = await this.execute(job, promptId, log);
     } catch (err) {
+      // Most often a dependency that went away mid-run (Redis or PostgreSQL restarting): the job
+      // is not at fault, so it runs again rather than failing on its first attempt.
       log('error', 'job run failed unexpectedly', { err: (err as Error).message });
-      ending = { outcome: { status: 'failed', error: { code: 'worker_error', message: 'The worker failed while running this job.' } } };
+      ending = { handBack: 'The worker failed while running this job.', code: 'worker_error' };
     } finally {
       this.current = null;
     }
@@ -115,7 +118,7 @@ export class JobRunner {
         }
       }
       if (latest?.status === 'canceling') ending = { outcome: { status: 'canceled' } };
-      else ending = { outcome: { status: 'failed', error: { code: 'engine_unavailable', message: ending.handBack } } };
+      else ending = { outcome: { status: 'failed', error: { code: ending.code ?? 'engine_unavailable', message: ending.handBack } } };
     }
     const done = await finishJob(db, job.id, ending.outcome, config.jobs.creditsPerSecond, new Date(), { workerId });
     await this.d.vault.delete(job.id);

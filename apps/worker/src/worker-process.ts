@@ -92,7 +92,10 @@ export class WorkerProcess {
     const keys = jobKeys(config.redisPrefix);
     this.db = createPrismaClient(config.databaseUrl, 5);
     // Auto-pipelining: the many small writes of a run (events, v1 messages) share socket writes.
-    this.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 3, enableAutoPipelining: true });
+    // Commands wait for Redis to come back rather than fail: a restart must not fail the job that
+    // happens to read its sealed extra data at that moment. (Periodic tasks do not pile up: a run
+    // still waiting is skipped, and the readiness probe has its own deadline.)
+    this.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: null, enableAutoPipelining: true });
     this.redis.on('error', () => undefined);
     this.subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
     this.subscriber.on('error', () => undefined);
