@@ -97,15 +97,29 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
    * cheaper, count.
    */
   async queuePosition(jobId: string, createdAt: Date): Promise<number | null> {
+    return (await this.queuePositions([{ id: jobId, createdAt }])).get(jobId) ?? null;
+  }
+
+  /**
+   * Positions of several waiting jobs as of one moment, so that one response never shows a newer
+   * job ahead of an older one: either all come from the same ranking, or, when any of them is
+   * newer than it, all are counted afresh in one query.
+   */
+  async queuePositions(jobs: { id: string; createdAt: Date }[]): Promise<Map<string, number>> {
+    if (jobs.length === 0) return new Map();
     const now = Date.now();
     if (!this.positions || now - this.positions.at > Math.max(POSITIONS_TTL_MS, 4 * this.rankingMs)) {
       const map = queuePositions(this.db);
       this.positions = { at: now, map };
       void map.then(() => (this.rankingMs = Date.now() - now)).catch(() => undefined);
     }
-    if (this.positions.at < createdAt.getTime()) return this.freshPosition(jobId);
-    // A job committed just after the ranking read its snapshot is missing from it: count it alone.
-    return (await this.positions.map).get(jobId) ?? this.freshPosition(jobId);
+    const ranking = this.positions;
+    if (jobs.every((job) => ranking.at >= job.createdAt.getTime())) {
+      const ranked = await ranking.map;
+      // A job committed just after the ranking read its snapshot is missing from it.
+      if (jobs.every((job) => ranked.has(job.id))) return new Map(jobs.map((job) => [job.id, ranked.get(job.id)!]));
+    }
+    return this.freshPositions(jobs.map((job) => job.id));
   }
 
   private rankingMs = 0;
@@ -114,13 +128,19 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
 
   /**
    * Fresh submissions share position queries, one at a time: those arriving while one runs wait
-   * for the next, so a slower query (a longer queue) means larger batches, not more queries.
+   * for the next, so a slower query (a longer queue) means larger batches, not more queries. The
+   * ids of one call are queued together, so they are always counted by the same query.
    */
-  private freshPosition(jobId: string): Promise<number | null> {
-    return new Promise((resolve, reject) => {
-      this.freshIds.push({ id: jobId, resolve, reject });
-      if (!this.freshQuery) this.freshQuery = new Promise<void>((r) => setImmediate(r)).then(() => this.runFreshQueries());
+  private async freshPositions(jobIds: string[]): Promise<Map<string, number>> {
+    const waits = jobIds.map((id) => new Promise<number | null>((resolve, reject) => this.freshIds.push({ id, resolve, reject })));
+    if (!this.freshQuery) this.freshQuery = new Promise<void>((r) => setImmediate(r)).then(() => this.runFreshQueries());
+    const positions = await Promise.all(waits);
+    const found = new Map<string, number>();
+    jobIds.forEach((id, i) => {
+      const position = positions[i];
+      if (position !== null && position !== undefined) found.set(id, position);
     });
+    return found;
   }
 
   private async runFreshQueries(): Promise<void> {

@@ -141,6 +141,16 @@ export class JobViews {
   }
 
   async render(job: JobWithOutputs, request: FastifyRequest): Promise<JobView> {
+    return (await this.renderMany([job], request))[0]!;
+  }
+
+  /** Several jobs; the queue positions of one page are all counted as of the same moment. */
+  async renderMany(jobs: JobWithOutputs[], request: FastifyRequest): Promise<JobView[]> {
+    const positions = await this.pipeline.queuePositions(jobs.filter((job) => job.status === 'queued'));
+    return Promise.all(jobs.map((job) => this.renderOne(job, positions, request)));
+  }
+
+  private async renderOne(job: JobWithOutputs, positions: Map<string, number>, request: FastifyRequest): Promise<JobView> {
     return {
       id: job.id,
       status: job.status,
@@ -148,7 +158,7 @@ export class JobViews {
       started_at: job.startedAt?.toISOString() ?? null,
       completed_at: job.completedAt?.toISOString() ?? null,
       expires_at: job.expiresAt.toISOString(),
-      queue_position: job.status === 'queued' ? await this.pipeline.queuePosition(job.id, job.createdAt) : null,
+      queue_position: job.status === 'queued' ? (positions.get(job.id) ?? null) : null,
       progress: this.progressOf(job),
       outputs: await Promise.all(job.outputs.map((o) => this.outputView(o, request))),
       error: (job.error as JobView['error']) ?? null,

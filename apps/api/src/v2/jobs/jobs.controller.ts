@@ -104,7 +104,7 @@ export class JobsController {
     const page = rows.slice(0, q.limit);
     const hasMore = rows.length > q.limit;
     return {
-      data: await Promise.all(page.map((job) => this.views.render(job, request))),
+      data: await this.views.renderMany(page, request),
       has_more: hasMore,
       ...(hasMore ? { next_cursor: nextCursor(this.config.signingSecret, account.id, page[page.length - 1]!) } : {}),
       limit: q.limit,
