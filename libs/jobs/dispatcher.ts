@@ -5,6 +5,29 @@ import type { JobKeys } from './keys.js';
 import { runJobId, type RunPayload } from './run-queue.js';
 import type { WorkerRegistry } from './worker-registry.js';
 
+const LOCK_MS = 10_000;
+// Passes one kick may run back to back; a kick still pending after them stays marked for the next.
+const MAX_PASSES = 20;
+
+/** KEYS: lock, dirty. ARGV: token, ms. 1: lock taken (dirty cleared); 0: held elsewhere, marked dirty. */
+const TAKE_OR_MARK = `
+if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+return 0`;
+
+/** KEYS: lock, dirty. ARGV: token, ms. 1: kicked meanwhile, lock kept for another pass; 0: released. */
+const AGAIN_OR_RELEASE = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('DEL', KEYS[2]) == 1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+redis.call('DEL', KEYS[1])
+return 0`;
+
 /**
  * Fair scheduling on top of BullMQ, which has no per-tenant fairness of its own.
  *
@@ -28,26 +51,22 @@ export class Dispatcher {
 
   async kick(): Promise<void> {
     const token = `${process.pid}.${Math.random()}`;
-    const locked = await this.redis.set(this.keys.dispatchLock, token, 'PX', 10_000, 'NX');
-    if (!locked) {
-      await this.redis.set(this.keys.dispatchDirty, '1', 'PX', 10_000);
-      // The holder may have just checked the flag and be releasing; look once more.
-      if (await this.redis.set(this.keys.dispatchLock, token, 'PX', 10_000, 'NX')) return this.runPasses(token);
-      return;
-    }
-    return this.runPasses(token);
+    // Take the lock, or (one atomic step) tell its holder to run another pass.
+    const locked = await this.redis.eval(TAKE_OR_MARK, 2, this.keys.dispatchLock, this.keys.dispatchDirty, token, LOCK_MS);
+    if (Number(locked) === 1) await this.runPasses(token);
   }
 
   private async runPasses(token: string): Promise<void> {
+    let held = true;
     try {
-      for (let i = 0; i < 20; i++) {
-        await this.redis.del(this.keys.dispatchDirty);
+      for (let i = 0; i < MAX_PASSES && held; i++) {
         await this.pass();
-        if (!(await this.redis.get(this.keys.dispatchDirty))) break;
+        // Another pass if kicked meanwhile, else the lock goes: one atomic step, so no kick is lost.
+        held = Number(await this.redis.eval(AGAIN_OR_RELEASE, 2, this.keys.dispatchLock, this.keys.dispatchDirty, token, LOCK_MS)) === 1;
       }
     } finally {
       // Release only our own lock.
-      await this.redis.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, this.keys.dispatchLock, token);
+      if (held) await this.redis.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, this.keys.dispatchLock, token);
     }
   }
 
@@ -60,9 +79,12 @@ export class Dispatcher {
     const [ready, counts] = await Promise.all([this.registry.readyCount(), this.queue.getJobCounts('active', 'waiting', 'prioritized')]);
     const capacity = ready - (counts.active ?? 0) - (counts.waiting ?? 0) - (counts.prioritized ?? 0);
     if (capacity <= 0) return 0;
+    const now = new Date();
     // Only accounts with waiting jobs, and only their first few jobs, are read (partial indexes
     // jobs_waiting_idx and jobs_handed_out_idx): the cost of a pass does not grow with the backlog.
-    const picked = await this.db.$queryRaw<{ id: string; account_id: string }[]>`
+    // The chosen jobs are claimed and their accounts marked served in the same statement: one
+    // round trip and one commit per pass, whatever the number of jobs.
+    const claimed = await this.db.$queryRaw<{ id: string; account_id: string }[]>`
       WITH RECURSIVE waiting_accounts AS (
         (SELECT account_id FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL ORDER BY account_id LIMIT 1)
         UNION ALL
@@ -77,33 +99,32 @@ export class Dispatcher {
                   AND (b.status IN ('running', 'canceling') OR (b.status = 'queued' AND b.dispatched_at IS NOT NULL)))::int AS busy
         FROM waiting_accounts w JOIN accounts a ON a.id = w.account_id
         WHERE a.status = 'active'
+      ), picked AS (
+        SELECT j.id, c.id AS account_id,
+               row_number() OVER (ORDER BY j.rank + c.busy, c.last_dispatched_at ASC NULLS FIRST, j.created_at, j.id) AS turn
+        FROM candidates c
+        CROSS JOIN LATERAL (
+          SELECT id, created_at, row_number() OVER (ORDER BY created_at, id)::int AS rank
+          FROM (SELECT id, created_at FROM jobs
+                WHERE account_id = c.id AND status = 'queued' AND dispatched_at IS NULL
+                ORDER BY created_at, id
+                LIMIT greatest(0, least(${capacity}, c.max_concurrent_jobs - c.busy))) firsts
+        ) j
+        ORDER BY turn
+        LIMIT ${capacity}
+      ), claimed AS (
+        UPDATE jobs SET dispatched_at = ${now}
+        FROM picked WHERE jobs.id = picked.id AND jobs.status = 'queued' AND jobs.dispatched_at IS NULL
+        RETURNING jobs.id, jobs.account_id, picked.turn
+      ), served AS (
+        UPDATE accounts SET last_dispatched_at = ${now} WHERE id IN (SELECT account_id FROM claimed)
       )
-      SELECT j.id, c.id AS account_id
-      FROM candidates c
-      CROSS JOIN LATERAL (
-        SELECT id, created_at, row_number() OVER (ORDER BY created_at, id)::int AS rank
-        FROM (SELECT id, created_at FROM jobs
-              WHERE account_id = c.id AND status = 'queued' AND dispatched_at IS NULL
-              ORDER BY created_at, id
-              LIMIT greatest(0, least(${capacity}, c.max_concurrent_jobs - c.busy))) firsts
-      ) j
-      ORDER BY j.rank + c.busy, c.last_dispatched_at ASC NULLS FIRST, j.created_at, j.id
-      LIMIT ${capacity}`;
-    let handed = 0;
-    for (const row of picked) {
-      const now = new Date();
-      // Claim the job and mark its account served, in one statement.
-      const claimed = await this.db.$executeRaw`
-        WITH claimed AS (
-          UPDATE jobs SET dispatched_at = ${now} WHERE id = ${row.id}::uuid AND status = 'queued' AND dispatched_at IS NULL
-          RETURNING account_id
-        )
-        UPDATE accounts SET last_dispatched_at = ${now} FROM claimed WHERE accounts.id = claimed.account_id`;
-      if (claimed === 0) continue;
-      await this.queue.add('run', { jobId: row.id, accountId: row.account_id }, { jobId: runJobId(row.id, now) });
-      handed++;
-    }
-    return handed;
+      SELECT id, account_id FROM claimed ORDER BY turn`;
+    if (claimed.length === 0) return 0;
+    // In the chosen order, in one round trip. A claim whose run never reaches BullMQ (Redis gone
+    // just now) is found by the sweeper and handed out again.
+    await this.queue.addBulk(claimed.map((row) => ({ name: 'run', data: { jobId: row.id, accountId: row.account_id }, opts: { jobId: runJobId(row.id, now) } })));
+    return claimed.length;
   }
 }
 
