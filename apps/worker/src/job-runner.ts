@@ -79,6 +79,10 @@ export class JobRunner {
 
   private async claimAndRun(jobId: string, promptId: string): Promise<void> {
     const { db, config, workerId } = this.d;
+    // The sealed extra_data is read while the claim commits; a failure to read it counts where it
+    // is awaited, in execute(), like any failure of the run.
+    const extra = this.d.vault.get(jobId);
+    extra.catch(() => undefined);
     const claimed = await claimJob(db, jobId, { workerId, enginePromptId: promptId, executionTimeoutSeconds: config.jobs.executionTimeoutSeconds });
     if (!claimed) return; // canceled or expired while waiting
     const job = claimed.job;
@@ -91,7 +95,7 @@ export class JobRunner {
     void this.status(job, 'running').catch(() => undefined);
     let ending: Ending;
     try {
-      ending = await this.execute(job, promptId, log);
+      ending = await this.execute(job, promptId, extra, log);
     } catch (err) {
       // Most often a dependency that went away mid-run (Redis or PostgreSQL restarting): the job
       // is not at fault, so it runs again rather than failing on its first attempt.
@@ -121,7 +125,6 @@ export class JobRunner {
       else ending = { outcome: { status: 'failed', error: { code: ending.code ?? 'engine_unavailable', message: ending.handBack } } };
     }
     const done = await finishJob(db, job.id, ending.outcome, config.jobs.creditsPerSecond, new Date(), { workerId });
-    await this.d.vault.delete(job.id);
     if (done) {
       jobExecutionObserved(done.status, (done.executionMs ?? 0) / 1000);
       const error = ending.outcome.error;
@@ -132,13 +135,15 @@ export class JobRunner {
       });
       await this.status(done, done.status);
     }
+    // After the status: clients wait on that, nobody waits on this.
+    await this.d.vault.delete(job.id);
   }
 
   private async status(job: Job, status: string): Promise<void> {
     await this.d.events.append(job.id, job.accountId, 'status', { status, queue_position: null });
   }
 
-  private async execute(job: Job, promptId: string, jobLog: Log): Promise<Ending> {
+  private async execute(job: Job, promptId: string, extraData: Promise<Record<string, unknown> | null>, jobLog: Log): Promise<Ending> {
     const { db, engine, socket, store, events, config, keys, redis } = this.d;
     const workflow = job.workflow as unknown as ApiWorkflow;
     let staged: ApiWorkflow;
@@ -150,7 +155,7 @@ export class JobRunner {
       return { handBack: `Could not stage inputs on the engine: ${(err as Error).message}` };
     }
 
-    const outputs = new OutputStore(db, store, engine, events);
+    const outputs = new OutputStore(db, store, engine, events, jobLog);
     const stored: StoredOutput[] = [];
     let outputFailure: Error | null = null;
     // Outputs are stored, and v1 messages forwarded, strictly in the engine's order.
@@ -211,7 +216,8 @@ export class JobRunner {
             stored.push(saved);
             if (item.kind === 'file' && Array.isArray(refs[item.key])) refs[item.key]![item.index] = saved.v1Ref;
           }
-          await forwardV1({ type: 'executed', data: { ...(message.data as object), output: refs } });
+          // Not waited for, like the other forwarded messages: the connection keeps their order.
+          void forwardV1({ type: 'executed', data: { ...(message.data as object), output: refs } }).catch((err: Error) => jobLog('warn', 'executed message not forwarded', { err: err.message }));
         });
       },
       // In line behind any output still being stored, but not waited for: commands on one Redis
@@ -274,7 +280,7 @@ export class JobRunner {
 
     let result: EngineOutcome;
     try {
-      const extra = await this.d.vault.get(job.id);
+      const extra = await extraData;
       try {
         this.stage = 'submitting';
         jobLog('debug', 'submitting prompt to the engine', { engine_prompt_id: promptId });

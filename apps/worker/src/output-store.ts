@@ -6,6 +6,7 @@ import type { JobEventLog } from '#libs/jobs';
 import { outputBytesObserved } from '#libs/metrics';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { contentTypeFor, outputType, type ReportedOutput } from './output-kinds.js';
+import type { Log } from './worker-process.js';
 
 export interface StoredOutput {
   assetId: string;
@@ -32,6 +33,7 @@ export class OutputStore {
     private readonly store: BlobStore,
     private readonly engine: EngineClient,
     private readonly events: JobEventLog,
+    private readonly log: Log,
   ) {}
 
   async save(job: { id: string; accountId: string; expiresAt: Date; attempts: number }, nodeId: string, output: ReportedOutput): Promise<StoredOutput> {
@@ -83,7 +85,9 @@ export class OutputStore {
       INSERT INTO job_outputs (job_id, asset_id, node_id, type, engine_key, engine_type, name)
       SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`;
     const asset = { id: assetId };
-    await this.events.append(job.id, job.accountId, 'output', {
+    // Announced without waiting: the job's later events leave on the same connection, after this
+    // one. The output is recorded either way; a lost announcement only costs the event.
+    void this.events.append(job.id, job.accountId, 'output', {
       id: asset.id,
       node_id: nodeId,
       name,
@@ -92,7 +96,7 @@ export class OutputStore {
       size_bytes: stored.sizeBytes,
       hash: `blake3:${stored.hash}`,
       job_id: job.id,
-    });
+    }).catch((err: Error) => this.log('warn', 'output event not recorded', { err: err.message, asset_id: assetId }));
     return { assetId: asset.id, nodeId, name, type, v1Ref };
   }
 }
