@@ -52,4 +52,40 @@ describe('queue positions', () => {
     // Each job counted alone gets the same place as counted with the others.
     for (const { id } of queued) expect((await queuePositionsOf(stack.db, [id])).get(id)).toBe(ranking.get(id));
   });
+
+  it('agree on random queues: many accounts, backlogs, handed-out and running jobs, ties', async () => {
+    // A small deterministic generator, so a failure can be replayed.
+    let seed = 20261122;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const accounts = await Promise.all(Array.from({ length: 6 }, (_, i) => stack.account({ name: `r${i}` })));
+    for (let round = 0; round < 8; round++) {
+      await stack.db.job.deleteMany({});
+      const base = Date.now() - 600_000;
+      const rows: { accountId: string; workflow: object; createdAt: Date; expiresAt: Date; status?: 'running'; startedAt?: Date; dispatchedAt?: Date }[] = [];
+      let t = 0;
+      for (const account of accounts) {
+        const waiting = [0, 1, 2, 3, 7, 40][random(6)]!;
+        const handed = random(3);
+        const running = random(3);
+        const job = (extra: { status?: 'running'; startedAt?: Date; dispatchedAt?: Date }) => ({ accountId: account.id, workflow: {}, createdAt: new Date(base + (t += 1 + random(3)) * 10), expiresAt: new Date(base + 3_600_000), ...extra });
+        for (let i = 0; i < running; i++) rows.push(job({ status: 'running', startedAt: new Date(base) }));
+        for (let i = 0; i < handed; i++) rows.push(job({ dispatchedAt: new Date(base + 1_000 + random(5) * 1_000) }));
+        for (let i = 0; i < waiting; i++) rows.push(job({}));
+        // Equal last-served times happen when one pass serves several accounts.
+        const served = random(4);
+        await stack.db.account.update({ where: { id: account.id }, data: { lastDispatchedAt: served === 0 ? null : new Date(base + served * 1_000) } });
+      }
+      await stack.db.job.createMany({ data: rows });
+      const queued = await stack.db.job.findMany({ where: { status: 'queued' }, select: { id: true } });
+      const ranking = await queuePositions(stack.db);
+      const counted = await queuePositionsOf(
+        stack.db,
+        queued.map((j) => j.id),
+      );
+      expect(Object.fromEntries(counted)).toEqual(Object.fromEntries(ranking));
+    }
+  });
 });
