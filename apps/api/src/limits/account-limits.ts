@@ -7,21 +7,31 @@ import { CONFIG, REDIS } from '../core/tokens.js';
 
 const STREAM_TTL_MS = 60_000;
 
+// INCR and the window's expiry in one script: unlike MULTI, a script call joins the connection's
+// auto-pipeline, so the requests of one moment share a single write to Redis.
+const COUNT_REQUEST = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n`;
+
+type CountingRedis = Redis & { countRequest(key: string, ttlMs: number): Promise<number> };
+
 /** Per-account request rate and open event streams, counted in Redis so they hold across replicas. */
 @Injectable()
 export class AccountLimits {
   constructor(
     @Inject(REDIS) private readonly redis: Redis,
     @Inject(CONFIG) private readonly config: Config,
-  ) {}
+  ) {
+    if (!(redis as Redis & { countRequest?: unknown }).countRequest) redis.defineCommand('countRequest', { numberOfKeys: 1, lua: COUNT_REQUEST });
+  }
 
   /** A fixed one-minute window per account: 429 `rate_limited` with the seconds left in it. */
   async countRequest(account: Account): Promise<void> {
     const now = Date.now();
     const window = Math.floor(now / 60_000);
     const key = `${this.config.redisPrefix}:rate:${account.id}:${window}`;
-    const result = await this.redis.multi().incr(key).pexpire(key, 61_000).exec();
-    const count = Number(result?.[0]?.[1] ?? 0);
+    const count = Number(await (this.redis as CountingRedis).countRequest(key, 61_000));
     if (count > account.requestsPerMinute) {
       const retry = Math.ceil(((window + 1) * 60_000 - now) / 1000);
       throw ApiError.retryAfter('rate_limited', `More than ${account.requestsPerMinute} requests in a minute.`, retry);
