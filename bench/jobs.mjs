@@ -5,7 +5,7 @@
 //  3. GET /api/v2/jobs/{id} throughput.
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
-import { admin, benchEnv, dropDatabase, machine, median, migrate, percentile, start } from './support.mjs';
+import { admin, benchEnv, closeRequests, dropDatabase, machine, median, migrate, percentile, request, start } from './support.mjs';
 
 const SUBMISSIONS = Number(process.env.BENCH_SUBMISSIONS ?? 3000);
 const CONCURRENCY = 64;
@@ -50,7 +50,7 @@ function engineRun(engineUrl, ws, clientId, prompt) {
       } else if (m.type === 'execution_error') reject(new Error('engine error'));
     };
     ws.on('message', onMessage);
-    fetch(`${engineUrl}/prompt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt, client_id: clientId, prompt_id: promptId }) }).catch(reject);
+    request(`${engineUrl}/prompt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt, client_id: clientId, prompt_id: promptId }) }).catch(reject);
   });
 }
 
@@ -71,8 +71,8 @@ const stackTimes = [];
 for (let i = 0; i < ROUNDS; i++) {
   engineTimes.push(await engineRun(engine.url, ws, clientId, tiny(1000 + i)));
   const s = performance.now();
-  const res = await fetch(`${api.url}/api/v2/jobs`, { method: 'POST', headers: { ...auth, prefer: 'wait=30' }, body: JSON.stringify({ workflow: tiny(2000 + i) }) });
-  const job = await res.json();
+  const res = await request(`${api.url}/api/v2/jobs`, { method: 'POST', headers: { ...auth, prefer: 'wait=30' }, body: JSON.stringify({ workflow: tiny(2000 + i) }) });
+  const job = JSON.parse(res.text);
   if (job.status !== 'succeeded') throw new Error(`job ended ${job.status}`);
   stackTimes.push(performance.now() - s);
 }
@@ -82,19 +82,19 @@ const overheads = stackTimes.map((t, i) => t - engineTimes[i]).sort((a, b) => a 
 // 1. Submissions at 64 concurrent clients (jobs queue up behind the single worker).
 const ids = [];
 const submit = await pool(SUBMISSIONS, CONCURRENCY, async (i) => {
-  const res = await fetch(`${api.url}/api/v2/jobs`, { method: 'POST', headers: auth, body: JSON.stringify({ workflow: tiny(i % 256) }) });
-  const body = await res.json();
+  const res = await request(`${api.url}/api/v2/jobs`, { method: 'POST', headers: auth, body: JSON.stringify({ workflow: tiny(i % 256) }) });
+  const body = JSON.parse(res.text);
   if (res.status !== 201) throw new Error(`submission answered ${res.status}: ${JSON.stringify(body)}`);
   ids.push(body.id);
 });
 
 // 3. Polling.
 const poll = await pool(SUBMISSIONS, CONCURRENCY, async (i) => {
-  const res = await fetch(`${api.url}/api/v2/jobs/${ids[i % ids.length]}`, { headers: auth });
+  const res = await request(`${api.url}/api/v2/jobs/${ids[i % ids.length]}`, { headers: auth });
   if (res.status !== 200) throw new Error(`poll answered ${res.status}`);
-  await res.arrayBuffer();
 });
 
+closeRequests();
 for (const p of [api, worker, engine]) p.child.kill('SIGTERM');
 await new Promise((r) => setTimeout(r, 500));
 await dropDatabase(env);

@@ -1,6 +1,7 @@
 // Shared pieces of the benchmarks: a private database and Redis prefix, processes started from
 // the build, and the resident memory of a process read from /proc.
 import { spawn, execFileSync } from 'node:child_process';
+import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { randomBytes } from 'node:crypto';
@@ -86,4 +87,27 @@ export function machine() {
   const cores = readFileSync('/proc/cpuinfo', 'utf8').match(/^processor/gm).length;
   const mem = Math.round(Number(/MemTotal:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'))[1]) / 1024 / 1024);
   return `${cores} cores (${cpu}), ${mem} GiB, Node ${process.version}`;
+}
+
+// Load is sent with node:http on kept-alive sockets rather than fetch: the client shares the
+// machine's two cores with everything it measures, and fetch costs it about twice the CPU.
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+/** One HTTP request; resolves with the status and the body as text. */
+export function request(url, { method = 'GET', headers = {}, body } = {}) {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : Buffer.from(body);
+    const req = http.request(url, { method, agent, headers: payload ? { ...headers, 'content-length': payload.length } : headers }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+export function closeRequests() {
+  agent.destroy();
 }

@@ -12,7 +12,8 @@ export interface NewJobRow {
   expiresAt: Date;
   queueDeadlineAt: Date;
   idempotencyKey: string | null;
-  requestHash: string;
+  /** Set with idempotencyKey: what a later use of the key is compared with. */
+  requestHash: string | null;
   idempotencyExpiresAt: Date;
   maxQueued: number;
 }

@@ -88,8 +88,9 @@ export class SubmissionService {
     if (req.deployment) this.checkDeployment(req.deployment, req.workflow);
     const { workflow, outputs } = await this.validate(req.workflow);
     await this.checkAssets(account, workflow);
-    const requestHash = createHash('sha256').update(canonical(workflow)).digest('hex');
-    if (req.idempotencyKey) {
+    // Only a keyed submission is ever compared with another, so only it is hashed.
+    const requestHash = req.idempotencyKey ? createHash('sha256').update(canonical(workflow)).digest('hex') : null;
+    if (req.idempotencyKey && requestHash) {
       const replay = await this.replay(account, req.idempotencyKey, requestHash);
       if (replay) return { job: replay, replayed: true };
     }
@@ -135,7 +136,7 @@ export class SubmissionService {
         } else {
           // The key is taken: by a concurrent duplicate (answer with its job), or by an expired
           // record that replay() just removed (then insert again).
-          const replay = await this.replay(account, req.idempotencyKey!, requestHash);
+          const replay = await this.replay(account, req.idempotencyKey!, requestHash!);
           if (replay) {
             await this.pipeline.vault.delete(jobId).catch(() => undefined);
             return { job: replay, replayed: true };
