@@ -13,6 +13,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { deleteRedisPrefix } from './support.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { applyMigrations, createPrismaClient, dropDatabase, ensureDatabase } = await import(path.join(ROOT, 'dist/libs/db/index.js'));
@@ -167,4 +168,5 @@ await new Promise((resolve) => api.once('exit', resolve));
 partner.close();
 await db.$disconnect();
 await dropDatabase(dbUrl);
+await deleteRedisPrefix(REDIS_URL, name);
 process.exit(0);

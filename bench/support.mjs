@@ -2,6 +2,7 @@
 // the build, and the resident memory of a process read from /proc.
 import { spawn, execFileSync } from 'node:child_process';
 import http from 'node:http';
+import { Redis } from 'ioredis';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { randomBytes } from 'node:crypto';
@@ -68,11 +69,28 @@ export function rssBytes(pid) {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)[1]) * 1024;
 }
 
+/** Removes what a run leaves: its database, its Redis keys and its blob directory. */
 export async function dropDatabase(env) {
   const url = new URL(env.DATABASE_URL);
   const name = url.pathname.slice(1);
   execFileSync('psql', ['-q', '-h', url.hostname, '-U', url.username || 'postgres', '-d', 'postgres', '-c', `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`], { stdio: 'ignore' });
+  await deleteRedisPrefix(env.REDIS_URL, env.REDIS_PREFIX);
   execFileSync('rm', ['-rf', `/tmp/${env.REDIS_PREFIX}`]);
+}
+
+/** Deletes every Redis key under `prefix` (a bench's queue, events, limits). */
+export async function deleteRedisPrefix(redisUrl, prefix) {
+  const redis = new Redis(redisUrl);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
 }
 
 export function percentile(sorted, p) {
