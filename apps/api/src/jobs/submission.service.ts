@@ -151,7 +151,9 @@ export class SubmissionService {
       await this.pipeline.vault.delete(jobId).catch(() => undefined);
       throw new ApiError('service_unavailable', 'The job could not be recorded; retry.', undefined, { 'retry-after': '1' });
     }
-    await this.pipeline.events.append(job.id, account.id, 'status', { status: 'queued', queue_position: null }).catch(() => undefined);
+    // Not waited for: the dispatcher's first command leaves on the same connection after it, so the
+    // job's 'queued' event is in its log before any worker can pick it up and log 'running'.
+    void this.pipeline.events.append(job.id, account.id, 'status', { status: 'queued', queue_position: null }).catch(() => undefined);
     this.pipeline.kick();
     return { job, replayed: false };
   }
