@@ -157,17 +157,17 @@ export async function queuePositions(db: Db): Promise<Map<string, number>> {
  *
  * A waiting job with rank r in its account (r - 1 older waiting jobs there) and key k = r plus
  * the jobs its account already has handed out, stands behind: every handed-out job; its r - 1
- * elders; and from each other account X with b handed out, the first k - b - 1 waiting jobs, one
- * more if X was served before. So only min(waiting, k - b) of X's jobs are ever read, and the rank
- * is the account's waiting count less the (few) jobs newer than this one: a fresh job behind a
- * backlog of thousands costs one count of its own account's queue, not a ranking of everyone's.
- * A job already handed to a worker stands among the handed-out ones, in the order they went out.
+ * elders; and from each other account X with b handed out, the first k - b - 1 waiting jobs, plus
+ * X's job with the same key if X was served before (or at the same moment, and that job is older).
+ * Per-account counts come from one pass over the waiting jobs; a job's rank is its account's
+ * count less the (few, for a fresh job) newer ones, so no account queue is ever sorted. A job
+ * already handed to a worker stands among the handed-out ones, in the order they went out.
  * The parts are MATERIALIZED, computed once: inlined, PostgreSQL recounted them once per job.
  */
 export async function queuePositionsOf(db: Db, jobIds: string[]): Promise<Map<string, number>> {
   if (jobIds.length === 0) return new Map();
   const rows = await db.$queryRaw<{ id: string; pos: number }[]>`
-    WITH RECURSIVE wanted AS MATERIALIZED (
+    WITH wanted AS MATERIALIZED (
       SELECT j.id, j.account_id, j.created_at, j.dispatched_at FROM jobs j
       WHERE j.id = ANY(${jobIds}::uuid[]) AND j.status = 'queued'
     ), busy AS MATERIALIZED (
@@ -175,28 +175,16 @@ export async function queuePositionsOf(db: Db, jobIds: string[]): Promise<Map<st
       SELECT account_id, count(*)::int AS n FROM jobs
       WHERE status IN ('running', 'canceling') OR (status = 'queued' AND dispatched_at IS NOT NULL)
       GROUP BY account_id
-    ), waiting_accounts AS (
-      (SELECT account_id FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL ORDER BY account_id LIMIT 1)
-      UNION ALL
-      SELECT (SELECT j.account_id FROM jobs j
-              WHERE j.status = 'queued' AND j.dispatched_at IS NULL AND j.account_id > w.account_id
-              ORDER BY j.account_id LIMIT 1)
-      FROM waiting_accounts w WHERE w.account_id IS NOT NULL
-    ), others AS MATERIALIZED (
-      SELECT w.account_id, coalesce(b.n, 0) AS busy, a.last_dispatched_at
-      FROM waiting_accounts w JOIN accounts a ON a.id = w.account_id LEFT JOIN busy b ON b.account_id = w.account_id
-    ), own AS MATERIALIZED (
-      SELECT x.account_id,
-             (SELECT count(*) FROM jobs j WHERE j.account_id = x.account_id AND j.status = 'queued' AND j.dispatched_at IS NULL)::int AS q
-      FROM (SELECT DISTINCT account_id FROM wanted WHERE dispatched_at IS NULL) x
+    ), waiting AS MATERIALIZED (
+      SELECT account_id, count(*)::int AS q FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL GROUP BY account_id
     ), mine AS MATERIALIZED (
       SELECT w.id, w.account_id, w.created_at, r.rank, r.rank + coalesce(b.n, 0) AS key, a.last_dispatched_at AS my_last
       FROM wanted w
-      JOIN own o ON o.account_id = w.account_id
+      JOIN waiting q ON q.account_id = w.account_id
       JOIN accounts a ON a.id = w.account_id
       LEFT JOIN busy b ON b.account_id = w.account_id
       CROSS JOIN LATERAL (
-        SELECT o.q - (SELECT count(*) FROM jobs n
+        SELECT q.q - (SELECT count(*) FROM jobs n
                       WHERE n.account_id = w.account_id AND n.status = 'queued' AND n.dispatched_at IS NULL
                         AND (n.created_at, n.id) > (w.created_at, w.id))::int AS rank
       ) r
@@ -206,26 +194,24 @@ export async function queuePositionsOf(db: Db, jobIds: string[]): Promise<Map<st
            ((SELECT count(*) FROM jobs WHERE status = 'queued' AND dispatched_at IS NOT NULL)
             + (mine.rank - 1)
             + coalesce((
-                -- X's job with the same key goes first if X was served before, or at the same
-                -- time and that job is older.
-                SELECT sum(least(c.n, mine.key - x.busy - 1)
-                           + CASE WHEN c.n >= mine.key - x.busy
-                                   AND ((x.last_dispatched_at IS NULL AND mine.my_last IS NOT NULL)
-                                        OR x.last_dispatched_at < mine.my_last
-                                        OR (x.last_dispatched_at IS NOT DISTINCT FROM mine.my_last AND (c.last_at, c.last_id) < (mine.created_at, mine.id)))
-                                  THEN 1 ELSE 0 END)
-                FROM others x
-                CROSS JOIN LATERAL (
-                  SELECT count(*)::int AS n,
-                         (array_agg(created_at ORDER BY created_at DESC, id DESC))[1] AS last_at,
-                         (array_agg(id ORDER BY created_at DESC, id DESC))[1] AS last_id
-                  FROM (
-                    SELECT j.created_at, j.id FROM jobs j
-                    WHERE j.account_id = x.account_id AND j.status = 'queued' AND j.dispatched_at IS NULL
-                    ORDER BY j.created_at, j.id
-                    LIMIT greatest(0, mine.key - x.busy)) capped
-                ) c
-                WHERE x.account_id <> mine.account_id AND mine.key - x.busy >= 1), 0))::int AS pos
+                SELECT sum(
+                  greatest(0, least(w.q, mine.key - coalesce(b.n, 0) - 1))
+                  + CASE WHEN mine.key - coalesce(b.n, 0) BETWEEN 1 AND w.q THEN
+                      CASE WHEN (a.last_dispatched_at IS NULL AND mine.my_last IS NOT NULL) OR a.last_dispatched_at < mine.my_last THEN 1
+                           -- Served at the same moment: the older of the two jobs with this key goes
+                           -- first. Only then is X's job with that key looked up.
+                           WHEN a.last_dispatched_at IS NOT DISTINCT FROM mine.my_last THEN
+                             coalesce((SELECT CASE WHEN (x.created_at, x.id) < (mine.created_at, mine.id) THEN 1 ELSE 0 END
+                                       FROM jobs x
+                                       WHERE x.account_id = w.account_id AND x.status = 'queued' AND x.dispatched_at IS NULL
+                                       ORDER BY x.created_at, x.id
+                                       OFFSET mine.key - coalesce(b.n, 0) - 1 LIMIT 1), 0)
+                           ELSE 0 END
+                    ELSE 0 END)
+                FROM waiting w
+                JOIN accounts a ON a.id = w.account_id
+                LEFT JOIN busy b ON b.account_id = w.account_id
+                WHERE w.account_id <> mine.account_id), 0))::int AS pos
     FROM mine
     UNION ALL
     SELECT w.id, (SELECT count(*) FROM jobs d
