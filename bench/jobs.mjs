@@ -9,7 +9,7 @@ import { admin, benchEnv, closeRequests, dropDatabase, machine, median, migrate,
 
 const SUBMISSIONS = Number(process.env.BENCH_SUBMISSIONS ?? 3000);
 const CONCURRENCY = 64;
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 40);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 100);
 
 const tiny = (color) => ({
   '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color } },
