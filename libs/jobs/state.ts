@@ -132,9 +132,21 @@ export async function claimJob(
   return { job: jobFromRow(job), firstStart };
 }
 
+// Column name to field name, remembered: every row of every batch has the same few dozen columns.
+const fieldNames = new Map<string, string>();
+
+function fieldName(column: string): string {
+  let name = fieldNames.get(column);
+  if (name === undefined) {
+    name = column.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+    if (fieldNames.size < 1_000) fieldNames.set(column, name);
+  }
+  return name;
+}
+
 /** A `jobs` row from raw SQL in the shape Prisma gives it (snake_case columns to camelCase). */
 export function jobFromRow(row: Record<string, unknown>): Job {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(row)) out[k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())] = v;
+  for (const [k, v] of Object.entries(row)) out[fieldName(k)] = v;
   return out as unknown as Job;
 }
