@@ -130,8 +130,13 @@ export class EngineClient {
         reject(new EngineUnavailableError(`${method} ${target.pathname} failed: ${err.message}`, err));
       });
       if (init.body instanceof Readable) {
-        init.body.once('error', (err) => req.destroy(err));
-        init.body.pipe(req);
+        const source = init.body;
+        source.once('error', (err) => req.destroy(err));
+        // An engine that answers (or fails) before taking the whole upload: release the source.
+        req.once('close', () => {
+          if (!source.readableEnded) source.destroy();
+        });
+        source.pipe(req);
       } else {
         req.end(init.body);
       }
