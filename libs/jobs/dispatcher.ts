@@ -28,6 +28,17 @@ end
 redis.call('DEL', KEYS[1])
 return 0`;
 
+/** KEYS: lock. ARGV: token. Releases the lock if it is still ours. */
+const RELEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+type LockCommands = {
+  dispatchTakeOrMark(lock: string, dirty: string, token: string, ms: number): Promise<number>;
+  dispatchAgainOrRelease(lock: string, dirty: string, token: string, ms: number): Promise<number>;
+  dispatchRelease(lock: string, token: string): Promise<number>;
+};
+
 /**
  * Fair scheduling on top of BullMQ, which has no per-tenant fairness of its own.
  *
@@ -47,12 +58,23 @@ export class Dispatcher {
     private readonly queue: Queue<RunPayload>,
     private readonly registry: WorkerRegistry,
     private readonly keys: JobKeys,
-  ) {}
+  ) {
+    // Sent by hash (EVALSHA) once Redis knows them; several dispatchers may share a connection.
+    if (!(redis as Redis & Partial<LockCommands>).dispatchTakeOrMark) {
+      redis.defineCommand('dispatchTakeOrMark', { numberOfKeys: 2, lua: TAKE_OR_MARK });
+      redis.defineCommand('dispatchAgainOrRelease', { numberOfKeys: 2, lua: AGAIN_OR_RELEASE });
+      redis.defineCommand('dispatchRelease', { numberOfKeys: 1, lua: RELEASE });
+    }
+  }
+
+  private get lock(): LockCommands {
+    return this.redis as unknown as LockCommands;
+  }
 
   async kick(): Promise<void> {
     const token = `${process.pid}.${Math.random()}`;
     // Take the lock, or (one atomic step) tell its holder to run another pass.
-    const locked = await this.redis.eval(TAKE_OR_MARK, 2, this.keys.dispatchLock, this.keys.dispatchDirty, token, LOCK_MS);
+    const locked = await this.lock.dispatchTakeOrMark(this.keys.dispatchLock, this.keys.dispatchDirty, token, LOCK_MS);
     if (Number(locked) === 1) await this.runPasses(token);
   }
 
@@ -62,11 +84,11 @@ export class Dispatcher {
       for (let i = 0; i < MAX_PASSES && held; i++) {
         await this.pass();
         // Another pass if kicked meanwhile, else the lock goes: one atomic step, so no kick is lost.
-        held = Number(await this.redis.eval(AGAIN_OR_RELEASE, 2, this.keys.dispatchLock, this.keys.dispatchDirty, token, LOCK_MS)) === 1;
+        held = Number(await this.lock.dispatchAgainOrRelease(this.keys.dispatchLock, this.keys.dispatchDirty, token, LOCK_MS)) === 1;
       }
     } finally {
       // Release only our own lock.
-      if (held) await this.redis.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, this.keys.dispatchLock, token);
+      if (held) await this.lock.dispatchRelease(this.keys.dispatchLock, token);
     }
   }
 
