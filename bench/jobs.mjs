@@ -5,7 +5,7 @@
 //  3. GET /api/v2/jobs/{id} throughput.
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
-import { admin, benchEnv, closeRequests, dropDatabase, machine, median, migrate, percentile, request, start } from './support.mjs';
+import { admin, benchEnv, closeRequests, dropDatabase, machine, median, migrate, percentile, request, start, stop } from './support.mjs';
 
 const SUBMISSIONS = Number(process.env.BENCH_SUBMISSIONS ?? 3000);
 const CONCURRENCY = 64;
@@ -95,8 +95,8 @@ const poll = await pool(SUBMISSIONS, CONCURRENCY, async (i) => {
 });
 
 closeRequests();
-for (const p of [api, worker, engine]) p.child.kill('SIGTERM');
-await new Promise((r) => setTimeout(r, 500));
+// Stopped before cleaning up: a worker finishing its job would write keys after the cleanup.
+await stop(api, worker, engine);
 await dropDatabase(env);
 
 const f = (x) => x.toFixed(1);

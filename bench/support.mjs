@@ -129,3 +129,20 @@ export function request(url, { method = 'GET', headers = {}, body } = {}) {
 export function closeRequests() {
   agent.destroy();
 }
+
+/** Stops processes started by `start` and waits until they exited (SIGKILL after 10 s). */
+export async function stop(...processes) {
+  await Promise.all(
+    processes.map(({ child }) => {
+      if (child.exitCode !== null || child.signalCode !== null) return undefined;
+      return new Promise((resolve) => {
+        const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        child.once('exit', () => {
+          clearTimeout(kill);
+          resolve();
+        });
+        child.kill('SIGTERM');
+      });
+    }),
+  );
+}

@@ -3,7 +3,7 @@
 // so the server's blake3 can be checked against it.
 import http from 'node:http';
 import { Blake3Hasher } from '@napi-rs/blake-hash';
-import { admin, benchEnv, dropDatabase, machine, migrate, rssBytes, start } from './support.mjs';
+import { admin, benchEnv, dropDatabase, machine, migrate, rssBytes, start, stop } from './support.mjs';
 
 const SIZE = Number(process.env.UPLOAD_BYTES ?? 1024 ** 3);
 const CHUNK = 1024 * 1024;
@@ -54,7 +54,7 @@ const result = await new Promise((resolve, reject) => {
 clearInterval(sampler);
 const seconds = (Date.now() - started) / 1000;
 const expected = `blake3:${hasher.digest('hex')}`;
-api.child.kill('SIGTERM');
+await stop(api);
 await dropDatabase(env);
 
 const growth = (peak - baseline) / 1024 / 1024;
