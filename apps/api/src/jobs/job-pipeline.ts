@@ -90,24 +90,26 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
       });
   }
 
-  /**
-   * Queue positions of every waiting job, ranked in one query at most every 250 ms per replica,
-   * or less often when the ranking itself is slow (a long backlog): the database spends at most a
-   * quarter of its time on it. A job newer than that ranking (a fresh submission) gets its own,
-   * cheaper, count.
-   */
+  /** The queue position of one waiting job; see `queuePositions`. */
   async queuePosition(jobId: string, createdAt: Date): Promise<number | null> {
     return (await this.queuePositions([{ id: jobId, createdAt }])).get(jobId) ?? null;
   }
 
   /**
    * Positions of several waiting jobs as of one moment, so that one response never shows a newer
-   * job ahead of an older one: either all come from the same ranking, or, when any of them is
-   * newer than it, all are counted afresh in one query.
+   * job ahead of an older one: either all come from the same ranking, or all are counted afresh in
+   * one query.
+   *
+   * The ranking orders the whole queue and is shared by everyone polling older jobs: it is made
+   * at most every 250 ms per replica, or less often when it is itself slow (a long backlog), so the
+   * database spends at most a quarter of its time on it. Brand-new jobs (a submission's answer) are
+   * always counted on their own: cheaper, and a burst of submissions never waits on a ranking.
    */
   async queuePositions(jobs: { id: string; createdAt: Date }[]): Promise<Map<string, number>> {
     if (jobs.length === 0) return new Map();
+    const ids = jobs.map((job) => job.id);
     const now = Date.now();
+    if (jobs.some((job) => now - job.createdAt.getTime() < POSITIONS_TTL_MS)) return this.freshPositions(ids);
     if (!this.positions || now - this.positions.at > Math.max(POSITIONS_TTL_MS, 4 * this.rankingMs)) {
       const map = queuePositions(this.db);
       this.positions = { at: now, map };
@@ -117,9 +119,9 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
     if (jobs.every((job) => ranking.at >= job.createdAt.getTime())) {
       const ranked = await ranking.map;
       // A job committed just after the ranking read its snapshot is missing from it.
-      if (jobs.every((job) => ranked.has(job.id))) return new Map(jobs.map((job) => [job.id, ranked.get(job.id)!]));
+      if (ids.every((id) => ranked.has(id))) return new Map(ids.map((id) => [id, ranked.get(id)!]));
     }
-    return this.freshPositions(jobs.map((job) => job.id));
+    return this.freshPositions(ids);
   }
 
   private rankingMs = 0;
@@ -127,20 +129,16 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
   private freshQuery: Promise<void> | null = null;
 
   /**
-   * Fresh submissions share position queries, one at a time: those arriving while one runs wait
-   * for the next, so a slower query (a longer queue) means larger batches, not more queries. The
-   * ids of one call are queued together, so they are always counted by the same query.
+   * Fresh counts share queries, one at a time: ids arriving while one runs wait for the next, so
+   * a slower query (a longer queue) means larger batches, not more queries. The ids of one call
+   * are queued together, so they are always counted by the same query.
    */
   private async freshPositions(jobIds: string[]): Promise<Map<string, number>> {
     const waits = jobIds.map((id) => new Promise<number | null>((resolve, reject) => this.freshIds.push({ id, resolve, reject })));
     if (!this.freshQuery) this.freshQuery = new Promise<void>((r) => setImmediate(r)).then(() => this.runFreshQueries());
     const positions = await Promise.all(waits);
-    const found = new Map<string, number>();
-    jobIds.forEach((id, i) => {
-      const position = positions[i];
-      if (position !== null && position !== undefined) found.set(id, position);
-    });
-    return found;
+    // A job no longer waiting (started meanwhile) has no position.
+    return new Map(jobIds.flatMap((id, i) => (positions[i] === null ? [] : [[id, positions[i]!] as const])));
   }
 
   private async runFreshQueries(): Promise<void> {
