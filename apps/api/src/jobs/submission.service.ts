@@ -89,9 +89,9 @@ export class SubmissionService {
     const { workflow, outputs } = await this.validate(req.workflow);
     await this.checkAssets(account, workflow);
     // Only a keyed submission is ever compared with another, so only it is hashed.
-    const requestHash = req.idempotencyKey ? createHash('sha256').update(canonical(workflow)).digest('hex') : null;
-    if (req.idempotencyKey && requestHash) {
-      const replay = await this.replay(account, req.idempotencyKey, requestHash);
+    const keyed = req.idempotencyKey ? { key: req.idempotencyKey, hash: createHash('sha256').update(canonical(workflow)).digest('hex') } : null;
+    if (keyed) {
+      const replay = await this.replay(account, keyed);
       if (replay) return { job: replay, replayed: true };
     }
     if (account.creditBalance <= 0n) throw new ApiError('insufficient_credits', 'The account has no credits left.');
@@ -116,8 +116,8 @@ export class SubmissionService {
       deploymentId: req.deployment?.id ?? null,
       expiresAt: new Date(now + cfg.retentionSeconds * 1000),
       queueDeadlineAt: new Date(now + cfg.queueTimeoutSeconds * 1000),
-      idempotencyKey: req.idempotencyKey ?? null,
-      requestHash,
+      idempotencyKey: keyed?.key ?? null,
+      requestHash: keyed?.hash ?? null,
       idempotencyExpiresAt: new Date(now + IDEMPOTENCY_TTL_MS),
       maxQueued: account.maxQueuedJobs,
     };
@@ -136,7 +136,7 @@ export class SubmissionService {
         } else {
           // The key is taken: by a concurrent duplicate (answer with its job), or by an expired
           // record that replay() just removed (then insert again).
-          const replay = await this.replay(account, req.idempotencyKey!, requestHash!);
+          const replay = keyed ? await this.replay(account, keyed) : null;
           if (replay) {
             await this.pipeline.vault.delete(jobId).catch(() => undefined);
             return { job: replay, replayed: true };
@@ -159,7 +159,7 @@ export class SubmissionService {
   }
 
   /** The job an unexpired key already maps to; 422 when the key was used for another body. */
-  private async replay(account: Account, key: string, requestHash: string): Promise<Job | null> {
+  private async replay(account: Account, { key, hash: requestHash }: { key: string; hash: string }): Promise<Job | null> {
     const record = await this.db.idempotencyRecord.findUnique({ where: { accountId_key: { accountId: account.id, key } }, include: { job: true } });
     if (!record) return null;
     if (record.expiresAt.getTime() <= Date.now()) {
