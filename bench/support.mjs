@@ -8,6 +8,8 @@ import { createInterface } from 'node:readline';
 import { randomBytes } from 'node:crypto';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
+const { dropDatabase: dropBenchDatabase } = await import(`${ROOT}dist/libs/db/index.js`);
+const { deletePrefixedKeys } = await import(`${ROOT}dist/libs/jobs/index.js`);
 const PG = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 
 export function benchEnv(extra = {}) {
@@ -71,9 +73,7 @@ export function rssBytes(pid) {
 
 /** Removes what a run leaves: its database, its Redis keys and its blob directory. */
 export async function dropDatabase(env) {
-  const url = new URL(env.DATABASE_URL);
-  const name = url.pathname.slice(1);
-  execFileSync('psql', ['-q', '-h', url.hostname, '-U', url.username || 'postgres', '-d', 'postgres', '-c', `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`], { stdio: 'ignore' });
+  await dropBenchDatabase(env.DATABASE_URL);
   await deleteRedisPrefix(env.REDIS_URL, env.REDIS_PREFIX);
   execFileSync('rm', ['-rf', `/tmp/${env.REDIS_PREFIX}`]);
 }
@@ -82,12 +82,7 @@ export async function dropDatabase(env) {
 export async function deleteRedisPrefix(redisUrl, prefix) {
   const redis = new Redis(redisUrl);
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    await deletePrefixedKeys(redis, prefix);
   } finally {
     redis.disconnect();
   }

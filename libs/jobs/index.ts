@@ -1,4 +1,4 @@
-export { jobKeys } from './keys.js';
+export { deletePrefixedKeys, jobKeys } from './keys.js';
 export type { JobKeys } from './keys.js';
 export { ExtraDataVault, sealExtraData, openExtraData } from './extra-data.js';
 export { JobEventLog, compareStreamIds, isStreamId, parsePublishedJobEvent, publishAccountMessage } from './events.js';

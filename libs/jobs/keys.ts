@@ -1,3 +1,5 @@
+import type { Redis } from 'ioredis';
+
 /** Every Redis key, channel and queue name of the job pipeline, under the deployment's prefix. */
 export interface JobKeys {
   prefix: string;
@@ -36,4 +38,14 @@ export function jobKeys(prefix: string): JobKeys {
     nodeDefinitions: `${prefix}:engine:object_info`,
     nodeDefinitionsVersion: `${prefix}:engine:object_info:version`,
   };
+}
+
+/** Deletes every key under `prefix`: what a deployment (a test stack, a benchmark run) leaves. */
+export async function deletePrefixedKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.unlink(...keys);
+  } while (cursor !== '0');
 }

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { AccountsService } from '#libs/accounts';
 import { applyMigrations, createPrismaClient, dropDatabase, ensureDatabase, type Db } from '#libs/db';
+import { deletePrefixedKeys } from '#libs/jobs';
 import { TEST_PG_URL, TEST_REDIS_URL, TEST_ROUTER_SECRET, TEST_S3_ENDPOINT, TEST_SIGNING_SECRET, databaseUrl, uniqueName } from './env.js';
 import { runCommand, startProcess, type RunningProcess } from './processes.js';
 
@@ -111,12 +112,7 @@ export class TestStack {
 export async function deleteRedisPrefix(prefix: string, redisUrl = TEST_REDIS_URL): Promise<void> {
   const redis = new Redis(redisUrl);
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
+    await deletePrefixedKeys(redis, prefix);
   } finally {
     redis.disconnect();
   }
