@@ -78,7 +78,9 @@ export function installHttpHooks(fastify: FastifyInstance): void {
     const route = request.routeOptions.url ?? 'unmatched';
     httpRequestObserved(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
     // Off by default (see logController above); LOG_LEVEL=debug traces every request.
-    request.log.debug({ method: request.method, url: redactUrl(request.url), route, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request completed');
+    if (request.log.level === 'debug' || request.log.level === 'trace') {
+      request.log.debug({ method: request.method, url: redactUrl(request.url), route, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request completed');
+    }
   });
   // Errors raised before a Nest handler runs (body parsing, limits) reach the global exception
   // filter through the error handler Nest installs on Fastify, so they leave in the same shapes.
