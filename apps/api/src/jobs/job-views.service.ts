@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError, type JobView, type OutputView, type ProgressView } from '#libs/contracts';
@@ -47,6 +47,8 @@ function outputFromRow(o: OutputRow): JobWithOutputs['outputs'][number] {
 /** Renders jobs and outputs as the contract shapes them, with links a client can follow as given. */
 @Injectable()
 export class JobViews {
+  private readonly logger = new Logger('JobViews');
+
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(CONFIG) private readonly config: Config,
@@ -142,6 +144,30 @@ export class JobViews {
 
   async render(job: JobWithOutputs, request: FastifyRequest): Promise<JobView> {
     return (await this.renderMany([job], request))[0]!;
+  }
+
+  /**
+   * A job this request has just created: as inserted (it has no outputs yet), or as it stands now
+   * when the response waited (`readBack`). From here on the job exists, so a failed read answers
+   * the job as inserted and an uncounted queue position as null, never an error: a client retrying
+   * without an Idempotency-Key would create a second job.
+   */
+  async renderCreated(job: Job, request: FastifyRequest, readBack: boolean): Promise<JobView> {
+    const inserted: JobWithOutputs = { ...job, outputs: [] };
+    const current = readBack
+      ? await this.find(job.accountId, job.id).catch((err: Error) => {
+          this.logger.warn(`new job ${job.id} not read back, answered as inserted: ${err.message}`);
+          return inserted;
+        })
+      : inserted;
+    const positions =
+      current.status === 'queued'
+        ? await this.pipeline.queuePositions([current]).catch((err: Error) => {
+            this.logger.warn(`queue position of the new job ${job.id} not counted: ${err.message}`);
+            return new Map<string, number>();
+          })
+        : new Map<string, number>();
+    return this.renderOne(current, positions, request);
   }
 
   /** Several jobs; the queue positions of one page are all counted as of the same moment. */

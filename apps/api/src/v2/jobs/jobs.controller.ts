@@ -67,9 +67,8 @@ export class JobsController {
       reply.header('preference-applied', `wait=${wait}`);
     }
     reply.status(submitted.replayed ? 200 : 201);
-    // A job just created has no outputs yet: render it as inserted, without reading it back.
-    const fresh = !submitted.replayed && wait === undefined;
-    return this.views.render(fresh ? { ...submitted.job, outputs: [] } : await this.views.find(account.id, submitted.job.id), request);
+    if (submitted.replayed) return this.views.render(await this.views.find(account.id, submitted.job.id), request);
+    return this.views.renderCreated(submitted.job, request, wait !== undefined);
   }
 
   /** Holds the response until the job ends or the time passes, whichever comes first. */
