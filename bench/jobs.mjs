@@ -3,6 +3,8 @@
 //  2. the overhead of the whole stack over the engine alone for an instant workflow
 //     (submit-to-succeeded through the API, minus the same prompt run on the engine directly);
 //  3. GET /api/v2/jobs/{id} throughput.
+// BENCH_PAUSE_WORKER=1 stops the worker and the engine (SIGSTOP) for the submission phase: the
+// API and its database alone, as when workers run on machines of their own.
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { admin, benchEnv, closeRequests, dropDatabase, machine, median, migrate, percentile, request, start, stop } from './support.mjs';
@@ -80,6 +82,8 @@ ws.close();
 const overheads = stackTimes.map((t, i) => t - engineTimes[i]).sort((a, b) => a - b);
 
 // 1. Submissions at 64 concurrent clients (jobs queue up behind the single worker).
+const paused = process.env.BENCH_PAUSE_WORKER === '1';
+if (paused) for (const p of [worker, engine]) p.child.kill('SIGSTOP');
 const ids = [];
 const submit = await pool(SUBMISSIONS, CONCURRENCY, async (i) => {
   const res = await request(`${api.url}/api/v2/jobs`, { method: 'POST', headers: auth, body: JSON.stringify({ workflow: tiny(i % 256) }) });
@@ -87,6 +91,8 @@ const submit = await pool(SUBMISSIONS, CONCURRENCY, async (i) => {
   if (res.status !== 201) throw new Error(`submission answered ${res.status}: ${JSON.stringify(body)}`);
   ids.push(body.id);
 });
+
+if (paused) for (const p of [worker, engine]) p.child.kill('SIGCONT');
 
 // 3. Polling.
 const poll = await pool(SUBMISSIONS, CONCURRENCY, async (i) => {
@@ -101,7 +107,7 @@ await dropDatabase(env);
 
 const f = (x) => x.toFixed(1);
 console.log(`machine: ${machine()}`);
-console.log(`POST /api/v2/jobs at ${CONCURRENCY} clients: ${Math.round(submit.perSecond)}/s, p50 ${f(submit.p50)} ms, p99 ${f(submit.p99)} ms (${SUBMISSIONS} submissions; target >= 2000/s, p99 < 50 ms)`);
+console.log(`POST /api/v2/jobs at ${CONCURRENCY} clients${paused ? ' (worker and engine paused)' : ''}: ${Math.round(submit.perSecond)}/s, p50 ${f(submit.p50)} ms, p99 ${f(submit.p99)} ms (${SUBMISSIONS} submissions; target >= 2000/s, p99 < 50 ms)`);
 console.log(`instant workflow, ${ROUNDS} rounds: engine alone median ${f(median(engineTimes))} ms; whole stack median ${f(median(stackTimes))} ms`);
 console.log(`stack overhead over the engine: median ${f(median(overheads))} ms, p99 ${f(percentile(overheads, 0.99))} ms (target median < 25 ms)`);
 console.log(`GET /api/v2/jobs/{id} at ${CONCURRENCY} clients: ${Math.round(poll.perSecond)}/s, p50 ${f(poll.p50)} ms, p99 ${f(poll.p99)} ms`);
