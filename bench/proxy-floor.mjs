@@ -10,6 +10,7 @@
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { measureCalls, startFakePartner } from './support.mjs';
 
 const DELAY_MS = 50;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -47,19 +48,7 @@ if (process.argv[2] === 'proxy') {
   });
   server.listen(0, '127.0.0.1', () => process.send(server.address().port));
 } else {
-  const RESULT = JSON.stringify({ images: [{ url: 'https://cdn.acme.example/bench.png', width: 1024, height: 1024 }], seed: 7 });
-  const partner = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () =>
-      setTimeout(() => {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(RESULT) });
-        res.end(RESULT);
-      }, DELAY_MS),
-    );
-  });
-  partner.keepAliveTimeout = 60_000;
-  await new Promise((resolve) => partner.listen(0, '127.0.0.1', resolve));
-  const partnerPort = partner.address().port;
+  const { server: partner, port: partnerPort } = await startFakePartner(DELAY_MS);
 
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const BODY = Buffer.from(JSON.stringify({ prompt: 'a lighthouse at dusk', num_inference_steps: 4, seed: 7 }));
@@ -73,22 +62,8 @@ if (process.argv[2] === 'proxy') {
       req.on('error', reject);
       req.end(BODY);
     });
-  // As in bench/router.mjs: a warm-up of ten calls per caller in the same stream, then measured.
-  async function run(port, concurrency, total) {
-    const samples = [];
-    const warmup = concurrency * 10;
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (next < warmup + total) {
-          const measured = next++ >= warmup;
-          const took = await once(port);
-          if (measured) samples.push(took);
-        }
-      }),
-    );
-    return samples.sort((a, b) => a - b);
-  }
+  // As in bench/router.mjs: ten calls per caller of warm-up in the same stream, then measured.
+  const run = (port, concurrency, total) => measureCalls(() => once(port), concurrency, total, concurrency * 10);
   const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
   console.log(`\nBare proxy added latency (partner answers after ${DELAY_MS} ms; times in ms)\n`);

@@ -14,7 +14,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { deleteRedisPrefix } from './support.mjs';
+import { deleteRedisPrefix, measureCalls, startFakePartner } from './support.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { applyMigrations, createPrismaClient, dropDatabase, ensureDatabase } = await import(path.join(ROOT, 'dist/libs/db/index.js'));
@@ -34,20 +34,8 @@ const dbUrl = (() => {
   return u.toString();
 })();
 
-// The fake partner: a fixed JSON result after DELAY_MS.
-const RESULT = JSON.stringify({ images: [{ url: 'https://cdn.acme.example/bench.png', width: 1024, height: 1024 }], seed: 7 });
-const partner = http.createServer((req, res) => {
-  req.resume();
-  req.on('end', () =>
-    setTimeout(() => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(RESULT) });
-      res.end(RESULT);
-    }, DELAY_MS),
-  );
-});
-partner.keepAliveTimeout = 60_000;
-await new Promise((resolve) => partner.listen(0, '127.0.0.1', resolve));
-const partnerUrl = `http://127.0.0.1:${partner.address().port}`;
+const partner = await startFakePartner(DELAY_MS);
+const partnerUrl = `http://127.0.0.1:${partner.port}`;
 
 await ensureDatabase(dbUrl);
 await applyMigrations(dbUrl);
@@ -122,27 +110,6 @@ function once(port, pathName, headers) {
 const direct = () => once(Number(new URL(partnerUrl).port), '/v1/run/flux-schnell', {});
 const routed = () => once(apiPort, '/v1/models/acme/flux-schnell', { authorization: `Bearer ${token}` });
 
-/**
- * `concurrency` callers send `warmup + total` calls back to back; only the last `total` are
- * measured. The warm-up runs in the same stream rather than before a pause, so the measured calls
- * find warm connections and JIT-compiled code, and the callers no longer all start in the same
- * instant (a burst that only a benchmark's start produces).
- */
-async function run(target, concurrency, total, warmup) {
-  const samples = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < warmup + total) {
-        const measured = next++ >= warmup;
-        const took = await target();
-        if (measured) samples.push(took);
-      }
-    }),
-  );
-  return samples.sort((a, b) => a - b);
-}
-
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 const ms = (v) => v.toFixed(2).padStart(8);
 
@@ -158,8 +125,8 @@ for (const [concurrency, total] of [
   const added = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const warmup = concurrency * 10;
-    const d = await run(direct, concurrency, total, warmup);
-    const r = await run(routed, concurrency, total, warmup);
+    const d = await measureCalls(direct, concurrency, total, warmup);
+    const r = await measureCalls(routed, concurrency, total, warmup);
     const row = { p50: pct(r, 50) - pct(d, 50), p99: pct(r, 99) - pct(d, 99) };
     added.push(row);
     console.log(
@@ -175,7 +142,7 @@ console.log('\ntargets: added p50 < 2 ms, added p99 < 10 ms');
 agent.destroy();
 api.kill('SIGTERM');
 await new Promise((resolve) => api.once('exit', resolve));
-partner.close();
+partner.server.close();
 await db.$disconnect();
 await dropDatabase(dbUrl);
 await deleteRedisPrefix(REDIS_URL, name);

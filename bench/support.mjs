@@ -1,5 +1,6 @@
 // Shared pieces of the benchmarks: a private database and Redis prefix, processes started from
-// the build, and the resident memory of a process read from /proc.
+// the build, the resident memory of a process read from /proc, and a fake partner with a caller
+// loop for the latency benchmarks.
 import { spawn, execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { Redis } from 'ioredis';
@@ -140,4 +141,42 @@ export async function stop(...processes) {
       });
     }),
   );
+}
+
+/** A fake synchronous partner: answers every call with the same JSON result after `delayMs`. */
+export async function startFakePartner(delayMs) {
+  const result = JSON.stringify({ images: [{ url: 'https://cdn.acme.example/bench.png', width: 1024, height: 1024 }], seed: 7 });
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () =>
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(result) });
+        res.end(result);
+      }, delayMs),
+    );
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: server.address().port };
+}
+
+/**
+ * `concurrency` callers send `warmup + total` calls back to back; resolves with the times of the
+ * last `total`, sorted. The warm-up runs in the same stream rather than before a pause, so the
+ * measured calls find warm connections and JIT-compiled code, and the callers no longer all start
+ * in the same instant (a burst that only a benchmark's start produces).
+ */
+export async function measureCalls(call, concurrency, total, warmup) {
+  const samples = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < warmup + total) {
+        const measured = next++ >= warmup;
+        const took = await call();
+        if (measured) samples.push(took);
+      }
+    }),
+  );
+  return samples.sort((a, b) => a - b);
 }
