@@ -10,7 +10,7 @@
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { measureCalls, startFakePartner } from './support.mjs';
+import { closeRequests, measureCalls, percentile, startFakePartner, timedPost } from './support.mjs';
 
 const DELAY_MS = 50;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -50,21 +50,11 @@ if (process.argv[2] === 'proxy') {
 } else {
   const { server: partner, port: partnerPort } = await startFakePartner(DELAY_MS);
 
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-  const BODY = Buffer.from(JSON.stringify({ prompt: 'a lighthouse at dusk', num_inference_steps: 4, seed: 7 }));
-  const once = (port) =>
-    new Promise((resolve, reject) => {
-      const started = performance.now();
-      const req = http.request({ host: '127.0.0.1', port, path: '/v1/run/flux-schnell', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': BODY.length } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(performance.now() - started));
-      });
-      req.on('error', reject);
-      req.end(BODY);
-    });
+  const BODY = JSON.stringify({ prompt: 'a lighthouse at dusk', num_inference_steps: 4, seed: 7 });
+  const once = (port) => timedPost(`http://127.0.0.1:${port}/v1/run/flux-schnell`, BODY);
   // As in bench/router.mjs: ten calls per caller of warm-up in the same stream, then measured.
   const run = (port, concurrency, total) => measureCalls(() => once(port), concurrency, total, concurrency * 10);
-  const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+  const pct = (sorted, p) => percentile(sorted, p / 100);
 
   console.log(`\nBare proxy added latency (partner answers after ${DELAY_MS} ms; times in ms)\n`);
   console.log('proxy                      callers  added p50  added p99');
@@ -83,6 +73,6 @@ if (process.argv[2] === 'proxy') {
     child.send('stop');
     await new Promise((resolve) => child.once('exit', resolve));
   }
-  agent.destroy();
+  closeRequests();
   partner.close();
 }

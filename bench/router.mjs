@@ -10,11 +10,10 @@
 // the rounds. Needs PostgreSQL and Redis (DATABASE_ADMIN_URL, REDIS_URL; local defaults).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { deleteRedisPrefix, measureCalls, startFakePartner } from './support.mjs';
+import { closeRequests, deleteRedisPrefix, measureCalls, median, percentile, startFakePartner, timedPost } from './support.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { applyMigrations, createPrismaClient, dropDatabase, ensureDatabase } = await import(path.join(ROOT, 'dist/libs/db/index.js'));
@@ -92,28 +91,11 @@ const apiPort = await new Promise((resolve, reject) => {
   api.once('exit', (code) => reject(new Error(`the API exited with ${code}`)));
 });
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-const BODY = Buffer.from(JSON.stringify({ prompt: 'a lighthouse at dusk', num_inference_steps: 4, seed: 7 }));
-
-function once(port, pathName, headers) {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const req = http.request({ host: '127.0.0.1', port, path: pathName, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': BODY.length, ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`HTTP ${res.statusCode} from ${pathName}`))));
-    });
-    req.on('error', reject);
-    req.end(BODY);
-  });
-}
-
-const direct = () => once(Number(new URL(partnerUrl).port), '/v1/run/flux-schnell', {});
-const routed = () => once(apiPort, '/v1/models/acme/flux-schnell', { authorization: `Bearer ${token}` });
-
-const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const BODY = JSON.stringify({ prompt: 'a lighthouse at dusk', num_inference_steps: 4, seed: 7 });
+const direct = () => timedPost(`${partnerUrl}/v1/run/flux-schnell`, BODY);
+const routed = () => timedPost(`http://127.0.0.1:${apiPort}/v1/models/acme/flux-schnell`, BODY, { authorization: `Bearer ${token}` });
+const pct = (sorted, p) => percentile(sorted, p / 100);
 const ms = (v) => v.toFixed(2).padStart(8);
-
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 console.log(`\nRouter added latency (partner answers after ${DELAY_MS} ms; times in ms)\n`);
 console.log('callers  round  requests  direct p50  direct p99  router p50  router p99  added p50  added p99');
@@ -139,7 +121,7 @@ console.log(`\nmedian over ${ROUNDS} rounds\ncallers  added p50  added p99`);
 for (const { concurrency, p50, p99 } of summary) console.log(`${String(concurrency).padStart(7)}  ${ms(p50)}   ${ms(p99)}`);
 console.log('\ntargets: added p50 < 2 ms, added p99 < 10 ms');
 
-agent.destroy();
+closeRequests();
 api.kill('SIGTERM');
 await new Promise((resolve) => api.once('exit', resolve));
 partner.server.close();

@@ -122,6 +122,14 @@ export function request(url, { method = 'GET', headers = {}, body } = {}) {
   });
 }
 
+/** One JSON POST; resolves with its time in ms, rejects unless it is answered 200. */
+export async function timedPost(url, body, headers = {}) {
+  const started = performance.now();
+  const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+  if (res.status !== 200) throw new Error(`HTTP ${res.status} from ${url}`);
+  return performance.now() - started;
+}
+
 export function closeRequests() {
   agent.destroy();
 }
