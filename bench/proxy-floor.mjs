@@ -5,12 +5,13 @@
 // A bare node:http proxy (no framework, no auth, no validation, no records) in a process of its
 // own, in front of the same fake partner (answers after 50 ms), first as it is, then with one
 // Redis round trip before each forward and one after (the router's slot: take, then release).
-// Prints the latency each adds over calling the partner directly, at 1 and at 64 callers.
+// Prints the latency each adds over calling the partner directly, at 1 and at 64 callers, and the
+// proxy's CPU time per call (compare with the API's in bench/router.mjs).
 // Needs Redis (REDIS_URL; local default).
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { closeRequests, measureCalls, percentile, startFakePartner, timedPost } from './support.mjs';
+import { closeRequests, cpuMs, measureCalls, percentile, startFakePartner, timedPost } from './support.mjs';
 
 const DELAY_MS = 50;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -57,7 +58,7 @@ if (process.argv[2] === 'proxy') {
   const pct = (sorted, p) => percentile(sorted, p / 100);
 
   console.log(`\nBare proxy added latency (partner answers after ${DELAY_MS} ms; times in ms)\n`);
-  console.log('proxy                      callers  added p50  added p99');
+  console.log('proxy                      callers  added p50  added p99  proxy CPU/call');
   for (const variant of ['bare', 'redis']) {
     const child = fork(fileURLToPath(import.meta.url), ['proxy', String(partnerPort), variant]);
     const port = await new Promise((resolve) => child.once('message', resolve));
@@ -66,9 +67,11 @@ if (process.argv[2] === 'proxy') {
       [64, 6400],
     ]) {
       const d = await run(partnerPort, concurrency, total);
+      const cpuBefore = cpuMs(child.pid);
       const r = await run(port, concurrency, total);
+      const cpuPerCall = (cpuMs(child.pid) - cpuBefore) / (total + concurrency * 10);
       const label = variant === 'bare' ? 'node:http only' : 'with a Redis round trip';
-      console.log(`${label.padEnd(25)}  ${String(concurrency).padStart(7)}  ${(pct(r, 50) - pct(d, 50)).toFixed(2).padStart(9)}  ${(pct(r, 99) - pct(d, 99)).toFixed(2).padStart(9)}`);
+      console.log(`${label.padEnd(25)}  ${String(concurrency).padStart(7)}  ${(pct(r, 50) - pct(d, 50)).toFixed(2).padStart(9)}  ${(pct(r, 99) - pct(d, 99)).toFixed(2).padStart(9)}  ${cpuPerCall.toFixed(2).padStart(14)}`);
     }
     child.send('stop');
     await new Promise((resolve) => child.once('exit', resolve));
