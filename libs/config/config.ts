@@ -6,6 +6,8 @@ export const ENV_DEFAULTS = {
   NODE_ENV: 'development',
   LOG_LEVEL: 'info',
   DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/comfy_cloud',
+  // Named (cached) statements; false behind a pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
+  DATABASE_PREPARED_STATEMENTS: 'true',
   REDIS_URL: 'redis://127.0.0.1:6379',
   REDIS_PREFIX: 'cc',
   API_HOST: '127.0.0.1',
@@ -89,6 +91,7 @@ const schema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   DATABASE_URL: url(['postgresql:', 'postgres:']),
+  DATABASE_PREPARED_STATEMENTS: bool,
   REDIS_URL: url(['redis:', 'rediss:']),
   REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_:.-]{1,64}$/, 'letters, digits, _ : . - only'),
   API_HOST: z.string().min(1),
@@ -149,6 +152,7 @@ export interface Config {
   env: Parsed['NODE_ENV'];
   logLevel: Parsed['LOG_LEVEL'];
   databaseUrl: string;
+  databasePreparedStatements: boolean;
   redisUrl: string;
   redisPrefix: string;
   api: { host: string; port: number; publicUrl: string; basePath: string; trustProxyHops: number };
@@ -239,6 +243,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     env: e.NODE_ENV,
     logLevel: e.LOG_LEVEL,
     databaseUrl: e.DATABASE_URL,
+    databasePreparedStatements: e.DATABASE_PREPARED_STATEMENTS,
     redisUrl: e.REDIS_URL,
     redisPrefix: e.REDIS_PREFIX,
     api: { host: e.API_HOST, port: e.API_PORT, publicUrl: e.PUBLIC_URL.replace(/\/$/, ''), basePath: e.BASE_PATH, trustProxyHops: e.TRUST_PROXY_HOPS },

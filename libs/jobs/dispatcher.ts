@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Db } from '#libs/db';
+import { PLAN_PER_CALL, Prisma, type Db } from '#libs/db';
 import type { JobKeys } from './keys.js';
 import { runJobId, type RunPayload } from './run-queue.js';
 import type { WorkerRegistry } from './worker-registry.js';
@@ -188,7 +188,10 @@ export async function queuePositions(db: Db): Promise<Map<string, number>> {
  */
 export async function queuePositionsOf(db: Db, jobIds: string[]): Promise<Map<string, number>> {
   if (jobIds.length === 0) return new Map();
+  // Planned per call: a cached generic plan for it (not knowing the ids or the queue's shape) made
+  // submissions about 15% slower under load.
   const rows = await db.$queryRaw<{ id: string; pos: number }[]>`
+    ${Prisma.raw(PLAN_PER_CALL)}
     WITH wanted AS MATERIALIZED (
       SELECT j.id, j.account_id, j.created_at, j.dispatched_at FROM jobs j
       WHERE j.id = ANY(${jobIds}::uuid[]) AND j.status = 'queued'

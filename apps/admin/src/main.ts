@@ -30,7 +30,7 @@ async function run(argv: string[]): Promise<unknown> {
   if (!command) throw new UsageError(usage());
   const { values } = parseArgs({ args: rest, options: command.options, strict: true, allowPositionals: false });
   const config = loadConfig();
-  const db: Db = createPrismaClient(config.databaseUrl, 2);
+  const db: Db = createPrismaClient(config.databaseUrl, 2, { preparedStatements: config.databasePreparedStatements });
   try {
     const result = await command.run({ values: values as Record<string, string | undefined>, db, config, accounts: new AccountsService(db), mintRouterToken });
     if (command.changesAuth) await announceChange(config);

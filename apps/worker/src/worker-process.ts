@@ -90,7 +90,7 @@ export class WorkerProcess {
     this.id = config.worker.workerId || `${os.hostname()}-${process.pid}`;
     this.log = jsonLogger({ role: 'worker', worker_id: this.id }, config.logLevel);
     const keys = jobKeys(config.redisPrefix);
-    this.db = createPrismaClient(config.databaseUrl, 5);
+    this.db = createPrismaClient(config.databaseUrl, 5, { preparedStatements: config.databasePreparedStatements });
     // Auto-pipelining: the many small writes of a run (events, v1 messages) share socket writes.
     // Commands wait for Redis to come back rather than fail: a restart must not fail the job that
     // happens to read its sealed extra data at that moment. (Periodic tasks do not pile up: a run

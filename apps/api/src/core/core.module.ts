@@ -19,7 +19,7 @@ export class CoreModule implements OnApplicationShutdown {
       module: CoreModule,
       providers: [
         { provide: CONFIG, useValue: config },
-        { provide: DB, useFactory: () => createPrismaClient(config.databaseUrl, 20) },
+        { provide: DB, useFactory: () => createPrismaClient(config.databaseUrl, 20, { preparedStatements: config.databasePreparedStatements }) },
         {
           provide: REDIS,
           // Producers fail fast instead of queueing commands while Redis is away.

@@ -1,0 +1,57 @@
+import { createPrismaClient, dropDatabase, ensureDatabase, PLAN_PER_CALL, Prisma, statementNamer, type Db } from '#libs/db';
+import { databaseUrl, uniqueName } from '../support/env.js';
+
+// Statements are prepared once per connection and run on PostgreSQL's cached plans; one that
+// needs a plan per call opts out. Checked on a real server through pg_prepared_statements, which
+// lists what the asking connection holds (the clients below have a single connection).
+describe('prepared statements', () => {
+  const url = databaseUrl(uniqueName('ccps'));
+  const clients: Db[] = [];
+  const client = (preparedStatements?: boolean) => {
+    const db = createPrismaClient(url, 1, preparedStatements === undefined ? {} : { preparedStatements });
+    clients.push(db);
+    return db;
+  };
+  const prepared = async (db: Db) =>
+    (await db.$queryRaw<{ statement: string }[]>`SELECT statement FROM pg_prepared_statements`).map((r) => r.statement);
+
+  beforeAll(() => ensureDatabase(url));
+  afterAll(async () => {
+    await Promise.all(clients.map((db) => db.$disconnect()));
+    await dropDatabase(url);
+  });
+
+  it('names each SQL text once, the same way every time, and stops naming past its bound', () => {
+    const name = statementNamer(2);
+    const a = name({ sql: 'SELECT 1' });
+    expect(a).toMatch(/^p[\w-]{30}$/);
+    expect(name({ sql: 'SELECT 1' })).toBe(a);
+    expect(statementNamer(2)({ sql: 'SELECT 1' })).toBe(a);
+    const b = name({ sql: 'SELECT 2' });
+    expect(b).not.toBe(a);
+    expect(name({ sql: 'SELECT 3' })).toBe('');
+    expect(name({ sql: 'SELECT 2' })).toBe(b);
+    expect(statementNamer()({ sql: `${PLAN_PER_CALL} SELECT 4` })).toBe('');
+  });
+
+  it('keeps a statement prepared on its connection and reuses it with new values', async () => {
+    const db = client();
+    for (const n of [1, 2, 3]) {
+      expect(await db.$queryRaw<{ n: number }[]>`SELECT ${n}::int + 40 AS n`).toEqual([{ n: n + 40 }]);
+    }
+    const held = await prepared(db);
+    expect(held.filter((s) => s.includes('+ 40 AS n'))).toHaveLength(1);
+  });
+
+  it('leaves a statement marked to be planned per call unprepared', async () => {
+    const db = client();
+    expect(await db.$queryRaw<{ n: number }[]>`${Prisma.raw(PLAN_PER_CALL)} SELECT ${2}::int + 50 AS n`).toEqual([{ n: 52 }]);
+    expect((await prepared(db)).filter((s) => s.includes('+ 50 AS n'))).toHaveLength(0);
+  });
+
+  it('prepares nothing when turned off (DATABASE_PREPARED_STATEMENTS=false)', async () => {
+    const db = client(false);
+    expect(await db.$queryRaw<{ n: number }[]>`SELECT ${3}::int + 60 AS n`).toEqual([{ n: 63 }]);
+    expect(await prepared(db)).toEqual([]);
+  });
+});
