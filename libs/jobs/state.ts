@@ -1,4 +1,4 @@
-import type { Db, Job, JobStatus, Prisma } from '#libs/db';
+import { Prisma, type Db, type Job, type JobStatus } from '#libs/db';
 
 export const ACTIVE_STATUSES: JobStatus[] = ['queued', 'running', 'canceling'];
 
@@ -90,7 +90,7 @@ export async function finishJob(
       WHERE id = ${jobId}::uuid
         AND status = ANY(${from}::"JobStatus"[])
         AND (${guard.workerId ?? null}::text IS NULL OR worker_id = ${guard.workerId ?? null})
-      RETURNING *
+      RETURNING ${jobColumns()}
     ), charge AS (
       INSERT INTO credit_ledger (account_id, amount, reason, ref)
       SELECT account_id, -charged_credits, 'job', id::text FROM done WHERE charged_credits > 0
@@ -125,11 +125,21 @@ export async function claimJob(
       run_deadline_at = coalesce(run_deadline_at, now() + make_interval(secs => ${claim.executionTimeoutSeconds})),
       updated_at = now()
     WHERE id = ${jobId}::uuid AND status = 'queued'
-    RETURNING *, (attempts = 1) AS first_start`;
+    RETURNING ${jobColumns()}, (attempts = 1) AS first_start`;
   const row = rows[0];
   if (!row) return null;
   const { first_start: firstStart, ...job } = row;
   return { job: jobFromRow(job), firstStart };
+}
+
+// Raw statements name the columns this code knows instead of `*`. Statements are prepared
+// (libs/db), and a prepared `*` over a table that a migration has since given another column
+// fails ("cached plan must not change result type") on every replica still running this code.
+const JOB_COLUMNS = Object.values(Prisma.JobScalarFieldEnum).map((field) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
+
+/** The `jobs` columns as a select list, qualified by `alias` when given. */
+export function jobColumns(alias?: string): Prisma.Sql {
+  return Prisma.raw(JOB_COLUMNS.map((column) => (alias ? `${alias}."${column}"` : `"${column}"`)).join(', '));
 }
 
 // Column name to field name, remembered: every row of every batch has the same few dozen columns.

@@ -1,5 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { createPrismaClient, dropDatabase, ensureDatabase, PLAN_PER_CALL, Prisma, statementNamer, type Db } from '#libs/db';
+import { claimJob, finishJob } from '#libs/jobs';
+import { InsertBatcher } from '../../apps/api/src/jobs/insert-batcher.js';
+import { JobViews } from '../../apps/api/src/jobs/job-views.service.js';
 import { databaseUrl, uniqueName } from '../support/env.js';
+import { TestStack } from '../support/stack.js';
 
 // Statements are prepared once per connection and run on PostgreSQL's cached plans; one that
 // needs a plan per call opts out. Checked on a real server through pg_prepared_statements, which
@@ -53,5 +58,60 @@ describe('prepared statements', () => {
     const db = client(false);
     expect(await db.$queryRaw<{ n: number }[]>`SELECT ${3}::int + 60 AS n`).toEqual([{ n: 63 }]);
     expect(await prepared(db)).toEqual([]);
+  });
+});
+
+// A migration that adds a column must not break replicas still running the older code: a prepared
+// statement that selects `*` from the changed table fails there ("cached plan must not change
+// result type") until the replica restarts. The job statements therefore name their columns.
+describe('prepared job statements across a migration', () => {
+  const stack = new TestStack('local');
+  let db: Db;
+
+  beforeAll(async () => {
+    await stack.open();
+    // One connection: every statement below is prepared on the connection that sees the change.
+    db = createPrismaClient(stack.databaseUrl, 1);
+  });
+  afterAll(async () => {
+    await db.$disconnect();
+    await stack.close();
+  });
+
+  it('insert, claim, finish and the job view keep working after jobs gains a column', async () => {
+    const account = await stack.account();
+    const batcher = new InsertBatcher(db);
+    // find() reads the database only.
+    const views = new JobViews(db, {} as never, {} as never, {} as never);
+    const later = new Date(Date.now() + 3_600_000);
+    const lifecycle = async () => {
+      const id = randomUUID();
+      const inserted = await batcher.insert({
+        id,
+        accountId: account.id,
+        workflow: {},
+        outputNodes: [],
+        source: 'v2',
+        clientId: null,
+        deploymentId: null,
+        expiresAt: later,
+        queueDeadlineAt: later,
+        idempotencyKey: null,
+        requestHash: null,
+        idempotencyExpiresAt: later,
+        maxQueued: 1_000,
+      });
+      expect(inserted.kind).toBe('created');
+      expect((await claimJob(db, id, { workerId: 'w1', enginePromptId: randomUUID(), executionTimeoutSeconds: 60 }))?.job.status).toBe('running');
+      expect((await finishJob(db, id, { status: 'succeeded' }, 0))?.status).toBe('succeeded');
+      const view = await views.find(account.id, id);
+      expect(view).toMatchObject({ id, status: 'succeeded', workerId: 'w1' });
+      return view;
+    };
+    // Past five runs PostgreSQL runs each on its cached plan.
+    for (let i = 0; i < 6; i++) await lifecycle();
+    await db.$executeRawUnsafe('ALTER TABLE jobs ADD COLUMN added_by_a_later_migration int');
+    const after = await lifecycle();
+    expect(after).not.toHaveProperty('addedByALaterMigration');
   });
 });

@@ -1,5 +1,5 @@
 import type { Db, Job } from '#libs/db';
-import { jobFromRow } from '#libs/jobs';
+import { jobColumns, jobFromRow } from '#libs/jobs';
 
 export interface NewJobRow {
   id: string;
@@ -112,7 +112,7 @@ export class InsertBatcher {
         INSERT INTO jobs (id, account_id, workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at)
         SELECT id, account_id, workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at FROM ranked
         WHERE has_room AND id_free AND (idem_key IS NULL OR id IN (SELECT job_id FROM idem))
-        RETURNING *
+        RETURNING ${jobColumns()}
       )
       SELECT r.i, r.has_room, r.id_free, job.id IS NOT NULL AS created, job.*
       FROM ranked r LEFT JOIN job ON job.id = r.id

@@ -8,7 +8,7 @@ import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { linkBase } from '../surface/request-scope.js';
 import { JobPipeline } from './job-pipeline.js';
-import { jobFromRow } from '#libs/jobs';
+import { jobColumns, jobFromRow } from '#libs/jobs';
 
 export type JobWithOutputs = Job & { outputs: (JobOutput & { asset: Asset & { blob: Blob } })[] };
 
@@ -62,7 +62,7 @@ export class JobViews {
    */
   async find(accountId: string, jobId: string): Promise<JobWithOutputs> {
     const rows = await this.db.$queryRaw<(Record<string, unknown> & { outputs_json: OutputRow[] })[]>`
-      SELECT j.*, coalesce(
+      SELECT ${jobColumns('j')}, coalesce(
         json_agg(json_build_object(
           'id', o.id, 'job_id', o.job_id, 'asset_id', o.asset_id, 'node_id', o.node_id, 'type', o.type,
           'engine_key', o.engine_key, 'engine_type', o.engine_type, 'name', o.name,
