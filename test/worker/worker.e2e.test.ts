@@ -77,6 +77,21 @@ describe('worker driving the sim-engine', () => {
     expect(outputEvents).toHaveLength(1);
   });
 
+  it('logs nothing after the terminal status, however the throttles stood when the run ended', async () => {
+    // Previews come every step (30 ms) and go out at most every 500 ms, so when the sampler ends
+    // one is nearly always waiting for its turn. Several short runs make that certain.
+    for (const seed of [11, 12, 13]) {
+      const jobId = await probe.place(account.id, withSeed(seed, 12));
+      await probe.waitFor(jobId, ['succeeded'], 30_000);
+      // Longer than the throttles' interval: anything still pending has fired by now.
+      await new Promise((r) => setTimeout(r, 700));
+      const names = (await probe.redis.xrange(probe.keys.events(jobId), '-', '+')).map(([, f]) => f[1]);
+      expect(names).toContain('preview');
+      expect(names.at(-1)).toBe('status');
+      expect(names.filter((n) => n === 'status')).toHaveLength(2);
+    }
+  });
+
   it('stores every kind of output the engine reports: image, video, audio, text and plain files', async () => {
     const jobId = await probe.place(account.id, {
       '1': { class_type: 'EmptyImage', inputs: { width: 16, height: 16, batch_size: 3, color: 0x336699 } },

@@ -300,6 +300,11 @@ export class JobRunner {
       result = await ctx.outcome;
     } finally {
       clearInterval(cancelWatch);
+      // A progress or preview still waiting for its throttle's turn goes out now: fired later, it
+      // would land in the log after the terminal status, where no event stream delivers it.
+      persist.flush();
+      announce.flush();
+      previewGate.flush();
       clearTimeout(deadline);
       clearTimeout(shutdownTimer);
       watchdog.stop();

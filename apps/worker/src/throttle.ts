@@ -25,6 +25,16 @@ export class Throttle {
     }, Math.max(0, wait));
   }
 
+  /** Runs the call still waiting for its turn, now; nothing is left to run later. */
+  flush(): void {
+    const next = this.pending;
+    this.cancel();
+    if (next) {
+      this.last = Date.now();
+      next();
+    }
+  }
+
   cancel(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
