@@ -137,9 +137,17 @@ export async function claimJob(
 // fails ("cached plan must not change result type") on every replica still running this code.
 const JOB_COLUMNS = Object.values(Prisma.JobScalarFieldEnum).map((field) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
 
+// Built once per alias: the claim, the finish, every insert batch and every poll use them.
+const selectLists = new Map<string, Prisma.Sql>();
+
 /** The `jobs` columns as a select list, qualified by `alias` when given. */
-export function jobColumns(alias?: string): Prisma.Sql {
-  return Prisma.raw(JOB_COLUMNS.map((column) => (alias ? `${alias}."${column}"` : `"${column}"`)).join(', '));
+export function jobColumns(alias = ''): Prisma.Sql {
+  let list = selectLists.get(alias);
+  if (!list) {
+    list = Prisma.raw(JOB_COLUMNS.map((column) => (alias ? `${alias}."${column}"` : `"${column}"`)).join(', '));
+    selectLists.set(alias, list);
+  }
+  return list;
 }
 
 // Column name to field name, remembered: every row of every batch has the same few dozen columns.
