@@ -181,62 +181,56 @@ export async function queuePositions(db: Db): Promise<Map<string, number>> {
  * the jobs its account already has handed out, stands behind: every handed-out job; its r - 1
  * elders; and from each other account X with b handed out, the first k - b - 1 waiting jobs, plus
  * X's job with the same key if X was served before (or at the same moment, and that job is older).
- * Per-account counts come from one pass over the waiting jobs; a job's rank is its account's
- * count less the (few, for a fresh job) newer ones, so no account queue is ever sorted. A job
- * already handed to a worker stands among the handed-out ones, in the order they went out.
- * The parts are MATERIALIZED, computed once: inlined, PostgreSQL recounted them once per job.
+ * The per-account counts come from job_queue_counts, which triggers keep exact in the same
+ * transactions that change the jobs, so no part of this reads the backlog: a job's rank is its
+ * account's count less the (few, for a fresh job) newer ones. A job already handed to a worker
+ * stands among the handed-out ones, in the order they went out.
  */
 export async function queuePositionsOf(db: Db, jobIds: string[]): Promise<Map<string, number>> {
   if (jobIds.length === 0) return new Map();
-  // Planned per call: a cached generic plan for it (not knowing the ids or the queue's shape) made
-  // submissions about 15% slower under load.
+  // Planned per call: a cached generic plan (not knowing the ids or the queue's shape) made while
+  // the table was small reads it in a way that grows with the backlog.
   const rows = await db.$queryRaw<{ id: string; pos: number }[]>`
     ${Prisma.raw(PLAN_PER_CALL)}
     WITH wanted AS MATERIALIZED (
       SELECT j.id, j.account_id, j.created_at, j.dispatched_at FROM jobs j
       WHERE j.id = ANY(${jobIds}::uuid[]) AND j.status = 'queued'
-    ), busy AS MATERIALIZED (
-      -- As the dispatcher counts it: a job handed over but not started holds a slot too.
-      SELECT account_id, count(*)::int AS n FROM jobs
-      WHERE status IN ('running', 'canceling') OR (status = 'queued' AND dispatched_at IS NOT NULL)
-      GROUP BY account_id
-    ), waiting AS MATERIALIZED (
-      SELECT account_id, count(*)::int AS q FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL GROUP BY account_id
+    ), counts AS MATERIALIZED (
+      -- As the dispatcher counts it, a job handed over but not started holds a slot (b) too.
+      SELECT c.account_id, c.waiting AS q, c.handed + c.running AS b, c.handed, a.last_dispatched_at
+      FROM job_queue_counts c JOIN accounts a ON a.id = c.account_id
+      WHERE c.waiting > 0 OR c.handed > 0
     ), mine AS MATERIALIZED (
-      SELECT w.id, w.account_id, w.created_at, r.rank, r.rank + coalesce(b.n, 0) AS key, a.last_dispatched_at AS my_last
+      SELECT w.id, w.account_id, w.created_at, r.rank, r.rank + c.b AS key, c.last_dispatched_at AS my_last
       FROM wanted w
-      JOIN waiting q ON q.account_id = w.account_id
-      JOIN accounts a ON a.id = w.account_id
-      LEFT JOIN busy b ON b.account_id = w.account_id
+      JOIN counts c ON c.account_id = w.account_id
       CROSS JOIN LATERAL (
-        SELECT q.q - (SELECT count(*) FROM jobs n
+        SELECT c.q - (SELECT count(*) FROM jobs n
                       WHERE n.account_id = w.account_id AND n.status = 'queued' AND n.dispatched_at IS NULL
                         AND (n.created_at, n.id) > (w.created_at, w.id))::int AS rank
       ) r
       WHERE w.dispatched_at IS NULL
     )
     SELECT mine.id,
-           ((SELECT count(*) FROM jobs WHERE status = 'queued' AND dispatched_at IS NOT NULL)
+           ((SELECT sum(handed) FROM counts)
             + (mine.rank - 1)
             + coalesce((
                 SELECT sum(
-                  greatest(0, least(w.q, mine.key - coalesce(b.n, 0) - 1))
-                  + CASE WHEN mine.key - coalesce(b.n, 0) BETWEEN 1 AND w.q THEN
-                      CASE WHEN (a.last_dispatched_at IS NULL AND mine.my_last IS NOT NULL) OR a.last_dispatched_at < mine.my_last THEN 1
+                  greatest(0, least(x.q, mine.key - x.b - 1))
+                  + CASE WHEN mine.key - x.b BETWEEN 1 AND x.q THEN
+                      CASE WHEN (x.last_dispatched_at IS NULL AND mine.my_last IS NOT NULL) OR x.last_dispatched_at < mine.my_last THEN 1
                            -- Served at the same moment: the older of the two jobs with this key goes
                            -- first. Only then is X's job with that key looked up.
-                           WHEN a.last_dispatched_at IS NOT DISTINCT FROM mine.my_last THEN
-                             coalesce((SELECT CASE WHEN (x.created_at, x.id) < (mine.created_at, mine.id) THEN 1 ELSE 0 END
-                                       FROM jobs x
-                                       WHERE x.account_id = w.account_id AND x.status = 'queued' AND x.dispatched_at IS NULL
-                                       ORDER BY x.created_at, x.id
-                                       OFFSET mine.key - coalesce(b.n, 0) - 1 LIMIT 1), 0)
+                           WHEN x.last_dispatched_at IS NOT DISTINCT FROM mine.my_last THEN
+                             coalesce((SELECT CASE WHEN (o.created_at, o.id) < (mine.created_at, mine.id) THEN 1 ELSE 0 END
+                                       FROM jobs o
+                                       WHERE o.account_id = x.account_id AND o.status = 'queued' AND o.dispatched_at IS NULL
+                                       ORDER BY o.created_at, o.id
+                                       OFFSET mine.key - x.b - 1 LIMIT 1), 0)
                            ELSE 0 END
                     ELSE 0 END)
-                FROM waiting w
-                JOIN accounts a ON a.id = w.account_id
-                LEFT JOIN busy b ON b.account_id = w.account_id
-                WHERE w.account_id <> mine.account_id), 0))::int AS pos
+                FROM counts x
+                WHERE x.account_id <> mine.account_id AND x.q > 0), 0))::int AS pos
     FROM mine
     UNION ALL
     SELECT w.id, (SELECT count(*) FROM jobs d

@@ -88,4 +88,83 @@ describe('queue positions', () => {
       expect(Object.fromEntries(counted)).toEqual(Object.fromEntries(ranking));
     }
   });
+
+  // Positions and the queue limit read job_queue_counts, which triggers on jobs keep. Whatever
+  // changes the jobs (one statement or many at once, across accounts), the counts must stay
+  // equal to counting the jobs themselves.
+  describe('job_queue_counts', () => {
+    const recount = () =>
+      stack.db.$queryRaw<{ account_id: string; waiting: number; handed: number; running: number }[]>`
+        SELECT account_id,
+               count(*) FILTER (WHERE status = 'queued' AND dispatched_at IS NULL)::int AS waiting,
+               count(*) FILTER (WHERE status = 'queued' AND dispatched_at IS NOT NULL)::int AS handed,
+               count(*) FILTER (WHERE status IN ('running', 'canceling'))::int AS running
+        FROM jobs GROUP BY account_id
+        HAVING count(*) FILTER (WHERE status IN ('queued', 'running', 'canceling')) > 0
+        ORDER BY account_id`;
+    const counts = () =>
+      stack.db.$queryRaw<{ account_id: string; waiting: number; handed: number; running: number }[]>`
+        SELECT account_id, waiting, handed, running FROM job_queue_counts
+        WHERE waiting <> 0 OR handed <> 0 OR running <> 0 ORDER BY account_id`;
+    const expectExact = async () => expect(await counts()).toEqual(await recount());
+    const newJobs = (accountId: string, n: number) =>
+      Array.from({ length: n }, () => ({ accountId, workflow: {}, expiresAt: new Date(Date.now() + 3_600_000) }));
+
+    it('follow every kind of change to the jobs', async () => {
+      await stack.db.job.deleteMany({});
+      const [a, b] = await Promise.all(['qa', 'qb'].map((name) => stack.account({ name })));
+      await stack.db.job.createMany({ data: [...newJobs(a!.id, 6), ...newJobs(b!.id, 4)] });
+      await expectExact();
+      // Handed out, across both accounts in one statement; then started; then finished.
+      await stack.db.$executeRaw`UPDATE jobs SET dispatched_at = now() WHERE id IN (SELECT id FROM jobs ORDER BY created_at, id LIMIT 5)`;
+      await expectExact();
+      await stack.db.job.updateMany({ where: { dispatchedAt: { not: null }, accountId: a!.id }, data: { status: 'running' } });
+      await expectExact();
+      await stack.db.job.updateMany({ where: { status: 'running' }, data: { status: 'canceling' } });
+      await stack.db.job.updateMany({ where: { status: 'canceling' }, data: { status: 'succeeded' } });
+      await expectExact();
+      // Handed back (a worker lost), canceled while waiting, a change that moves nothing.
+      await stack.db.job.updateMany({ where: { accountId: b!.id, dispatchedAt: { not: null } }, data: { dispatchedAt: null } });
+      const [first] = await stack.db.job.findMany({ where: { accountId: b!.id }, take: 1 });
+      await stack.db.job.update({ where: { id: first!.id }, data: { status: 'canceled' } });
+      await stack.db.job.updateMany({ where: { accountId: a!.id }, data: { progress: { value: 1 } } });
+      await expectExact();
+      // Deleted one by one, by the account's deletion (a cascade), and all at once.
+      await stack.db.job.deleteMany({ where: { accountId: a!.id, status: 'queued' } });
+      await expectExact();
+      await stack.db.account.delete({ where: { id: b!.id } });
+      await expectExact();
+      await stack.db.job.createMany({ data: newJobs(a!.id, 3) });
+      await stack.db.$executeRawUnsafe('TRUNCATE jobs CASCADE');
+      expect(await counts()).toEqual([]);
+      await expectExact();
+    });
+
+    it('stay exact under concurrent statements across accounts, without deadlocks', async () => {
+      await stack.db.job.deleteMany({});
+      const accounts = await Promise.all(['c1', 'c2', 'c3'].map((name) => stack.account({ name })));
+      await stack.db.job.createMany({ data: accounts.flatMap((acc) => newJobs(acc.id, 20)) });
+      // Inserts, hand-outs, starts, finishes and deletes, each touching several accounts, at once.
+      const work = Array.from({ length: 40 }, (_, i) => {
+        const acc = accounts[i % 3]!;
+        switch (i % 5) {
+          case 0:
+            return stack.db.job.createMany({ data: [...newJobs(acc.id, 2), ...newJobs(accounts[(i + 1) % 3]!.id, 1)] });
+          case 1:
+            return stack.db.$executeRaw`UPDATE jobs SET dispatched_at = now() WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL ORDER BY random() LIMIT 4)`;
+          case 2:
+            return stack.db.$executeRaw`UPDATE jobs SET status = 'running' WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND dispatched_at IS NOT NULL ORDER BY random() LIMIT 3)`;
+          case 3:
+            return stack.db.$executeRaw`UPDATE jobs SET status = 'succeeded' WHERE id IN (SELECT id FROM jobs WHERE status = 'running' ORDER BY random() LIMIT 3)`;
+          default:
+            return stack.db.$executeRaw`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs ORDER BY random() LIMIT 2)`;
+        }
+      });
+      const results = await Promise.allSettled(work);
+      expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+      await expectExact();
+      // Not vacuous: every stage was populated along the way.
+      expect((await stack.db.job.count({ where: { status: 'succeeded' } })) > 0).toBe(true);
+    });
+  });
 });

@@ -96,8 +96,9 @@ export class InsertBatcher {
           deployment_id text, expires_at timestamptz, queue_deadline_at timestamptz, idem_key text,
           request_hash text, idem_expires_at timestamptz, max_queued int)
       ), counts AS (
-        SELECT account_id, count(*)::int AS queued FROM jobs
-        WHERE status = 'queued' AND account_id IN (SELECT account_id FROM input) GROUP BY account_id
+        -- Kept by triggers on jobs: counting the queued jobs here read the whole backlog per batch.
+        SELECT account_id, waiting + handed AS queued FROM job_queue_counts
+        WHERE account_id IN (SELECT account_id FROM input)
       ), ranked AS (
         SELECT input.*, coalesce(c.queued, 0) + row_number() OVER (PARTITION BY input.account_id ORDER BY input.i) <= input.max_queued AS has_room,
                NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = input.id) AS id_free
