@@ -101,8 +101,12 @@ export class InsertBatcher {
         WHERE account_id IN (SELECT account_id FROM input)
       ), ranked AS (
         SELECT input.*, coalesce(c.queued, 0) + row_number() OVER (PARTITION BY input.account_id ORDER BY input.i) <= input.max_queued AS has_room,
-               NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = input.id) AS id_free
+               taken.id IS NULL AS id_free
         FROM input LEFT JOIN counts c ON c.account_id = input.account_id
+        -- One primary-key probe per row. Written as NOT EXISTS, the planner (guessing 100 input
+        -- rows) hashed the ids of the whole jobs table instead, on every batch. OFFSET 0 keeps the
+        -- lookup from being flattened into a join it could plan the same way.
+        LEFT JOIN LATERAL (SELECT j.id FROM jobs j WHERE j.id = input.id OFFSET 0) taken ON true
       ), idem AS (
         INSERT INTO idempotency_records (account_id, key, request_hash, job_id, expires_at)
         SELECT account_id, idem_key, request_hash, id, idem_expires_at FROM ranked
