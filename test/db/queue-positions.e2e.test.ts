@@ -91,7 +91,8 @@ describe('queue positions', () => {
 
   // Positions and the queue limit read job_queue_counts, which triggers on jobs keep. Whatever
   // changes the jobs (one statement or many at once, across accounts), the counts must stay
-  // equal to counting the jobs themselves.
+  // equal to counting the jobs themselves, and an account with no job left in the queue must
+  // have no row.
   describe('job_queue_counts', () => {
     const recount = () =>
       stack.db.$queryRaw<{ account_id: string; waiting: number; handed: number; running: number }[]>`
@@ -104,8 +105,7 @@ describe('queue positions', () => {
         ORDER BY account_id`;
     const counts = () =>
       stack.db.$queryRaw<{ account_id: string; waiting: number; handed: number; running: number }[]>`
-        SELECT account_id, waiting, handed, running FROM job_queue_counts
-        WHERE waiting <> 0 OR handed <> 0 OR running <> 0 ORDER BY account_id`;
+        SELECT account_id, waiting, handed, running FROM job_queue_counts ORDER BY account_id`;
     const expectExact = async () => expect(await counts()).toEqual(await recount());
     const newJobs = (accountId: string, n: number) =>
       Array.from({ length: n }, () => ({ accountId, workflow: {}, expiresAt: new Date(Date.now() + 3_600_000) }));
@@ -165,6 +165,17 @@ describe('queue positions', () => {
       await expectExact();
       // Not vacuous: every stage was populated along the way.
       expect((await stack.db.job.count({ where: { status: 'succeeded' } })) > 0).toBe(true);
+    });
+
+    it('are rebuilt from the jobs by job_queue_counts_rebuild()', async () => {
+      const acc = await stack.account({ name: 'rebuilt' });
+      await stack.db.job.createMany({ data: newJobs(acc.id, 3) });
+      // As after a restore with triggers disabled: wrong counts and a row for no job.
+      await stack.db.$executeRaw`UPDATE job_queue_counts SET waiting = waiting + 5`;
+      await stack.db.$executeRaw`INSERT INTO job_queue_counts (account_id, waiting) VALUES (gen_random_uuid(), 2)`;
+      expect(await counts()).not.toEqual(await recount());
+      await stack.db.$executeRaw`SELECT job_queue_counts_rebuild()`;
+      await expectExact();
     });
   });
 });

@@ -5,9 +5,10 @@
 -- statement and write one row per account the statement changed, however many jobs it touched.
 --
 -- waiting: queued, not yet handed out; handed: queued and handed to the run queue; running:
--- running or canceling. There is no foreign key to accounts: deleting an account cascades to its
--- jobs, and PostgreSQL does not order the two cascades, so a job trigger could otherwise meet an
--- account row already gone. An account's row stays, at zero, after its last job.
+-- running or canceling. Only accounts with jobs in one of these stages have a row, so reading
+-- the table costs as many rows as there are accounts with work. There is no foreign key to
+-- accounts: deleting an account cascades to its jobs, and PostgreSQL does not order the two
+-- cascades, so a job trigger could otherwise meet an account row already gone.
 
 CREATE TABLE "job_queue_counts" (
     "account_id" UUID NOT NULL,
@@ -31,6 +32,7 @@ DECLARE
   accounts UUID[];
   stages TEXT[];
   deltas INT[];
+  changed INT;
 BEGIN
   -- A job a statement takes out of a stage counts -1 there; one it puts into a stage, +1.
   IF TG_OP = 'INSERT' THEN
@@ -60,6 +62,11 @@ BEGIN
   ORDER BY account_id
   ON CONFLICT (account_id) DO UPDATE
     SET waiting = c.waiting + excluded.waiting, handed = c.handed + excluded.handed, running = c.running + excluded.running;
+  GET DIAGNOSTICS changed = ROW_COUNT;
+  IF changed > 0 THEN
+    -- Rows this transaction already holds: an account whose last job left the queue drops out.
+    DELETE FROM job_queue_counts WHERE account_id = ANY(accounts) AND waiting = 0 AND handed = 0 AND running = 0;
+  END IF;
   RETURN NULL;
 END $$;
 
@@ -70,9 +77,22 @@ BEGIN
   RETURN NULL;
 END $$;
 
--- Writers wait from here to the end of this migration's transaction, so the counts taken below
--- and the triggers start from the same state.
-LOCK TABLE "jobs" IN SHARE ROW EXCLUSIVE MODE;
+-- Recounts from the jobs themselves, for a database restored or written with triggers disabled
+-- (docs/operations.md). Writers of jobs wait until the calling transaction ends, so nothing
+-- changes between the recount and the triggers taking over again.
+CREATE FUNCTION "job_queue_counts_rebuild"() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  LOCK TABLE jobs IN SHARE ROW EXCLUSIVE MODE;
+  DELETE FROM job_queue_counts;
+  INSERT INTO job_queue_counts (account_id, waiting, handed, running)
+  SELECT account_id,
+         count(*) FILTER (WHERE job_queue_stage(status, dispatched_at) = 'waiting'),
+         count(*) FILTER (WHERE job_queue_stage(status, dispatched_at) = 'handed'),
+         count(*) FILTER (WHERE job_queue_stage(status, dispatched_at) = 'running')
+  FROM jobs WHERE status IN ('queued', 'running', 'canceling')
+  GROUP BY account_id;
+END $$;
 
 CREATE TRIGGER "jobs_count_inserted" AFTER INSERT ON "jobs"
   REFERENCING NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION job_queue_counts_apply();
@@ -83,10 +103,5 @@ CREATE TRIGGER "jobs_count_deleted" AFTER DELETE ON "jobs"
 CREATE TRIGGER "jobs_count_truncated" AFTER TRUNCATE ON "jobs"
   FOR EACH STATEMENT EXECUTE FUNCTION job_queue_counts_clear();
 
-INSERT INTO "job_queue_counts" (account_id, waiting, handed, running)
-SELECT account_id,
-       count(*) FILTER (WHERE job_queue_stage(status, dispatched_at) = 'waiting'),
-       count(*) FILTER (WHERE job_queue_stage(status, dispatched_at) = 'handed'),
-       count(*) FILTER (WHERE job_queue_stage(status, dispatched_at) = 'running')
-FROM "jobs" WHERE status IN ('queued', 'running', 'canceling')
-GROUP BY account_id;
+-- This migration runs in one transaction: the triggers and the first count see the same jobs.
+SELECT job_queue_counts_rebuild();
