@@ -5,6 +5,7 @@ import type { BlobStore } from '#libs/storage';
 import type { Dispatcher } from './dispatcher.js';
 import type { JobEventLog } from './events.js';
 import type { JobKeys } from './keys.js';
+import { dropEmptyQueueCounts } from './queue-counts.js';
 import type { Queue } from 'bullmq';
 import { runJobId, type RunPayload } from './run-queue.js';
 import { finishJob, transition } from './state.js';
@@ -58,6 +59,7 @@ export class Sweeper {
       report.purgedJobs = purged.jobs;
       report.purgedAssets = purged.assets;
       await this.db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });
+      await dropEmptyQueueCounts(this.db);
       await this.dispatcher.kick();
       return report;
     } finally {

@@ -1,4 +1,4 @@
-import { queuePositions, queuePositionsOf } from '#libs/jobs';
+import { dropEmptyQueueCounts, queuePositions, queuePositionsOf } from '#libs/jobs';
 import { TestStack } from '../support/stack.js';
 
 // The API answers queue_position from a periodic full ranking, and counts jobs newer than that
@@ -165,6 +165,25 @@ describe('queue positions', () => {
       await expectExact();
       // Not vacuous: every stage was populated along the way.
       expect((await stack.db.job.count({ where: { status: 'succeeded' } })) > 0).toBe(true);
+    });
+
+    it('leave no row at zero: the sweeper drops those an insert batch left, skipping locked ones', async () => {
+      const [idle, busy] = await Promise.all(['idle', 'busy'].map((name) => stack.account({ name })));
+      // As an insert batch that refused every job leaves them.
+      await stack.db.$executeRaw`INSERT INTO job_queue_counts (account_id) VALUES (${idle!.id}::uuid), (${busy!.id}::uuid)`;
+      // A batch of another replica holds busy's row: skipped, not waited for.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const holder = stack.db.$transaction(async (tx) => {
+        await tx.$queryRaw`SELECT 1 FROM job_queue_counts WHERE account_id = ${busy!.id}::uuid FOR UPDATE`;
+        await held;
+      });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await dropEmptyQueueCounts(stack.db)).toBe(1);
+      release();
+      await holder;
+      expect(await dropEmptyQueueCounts(stack.db)).toBe(1);
+      await expectExact();
     });
 
     it('are rebuilt from the jobs by job_queue_counts_rebuild()', async () => {

@@ -126,6 +126,20 @@ describe('v2 job submission errors', () => {
     }
   });
 
+  it('holds the queued-job limit exactly under a burst of concurrent submissions', async () => {
+    // Concurrent submissions land in several insert batches at once; each must see the jobs the
+    // others added. No job may start meanwhile (concurrency 0), so the count stays exact.
+    const burst = await stack.account();
+    await stack.accounts.setLimits(burst.id, { maxQueuedJobs: 3, maxConcurrentJobs: 0 });
+    const statuses = await Promise.all(Array.from({ length: 30 }, (_, i) => submit({ workflow: textToImage(i, 300) }, burst.key).then((r) => r.status)));
+    expect(statuses.filter((s) => s === 201)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(27);
+    expect(await stack.db.job.count({ where: { accountId: burst.id, status: 'queued' } })).toBe(3);
+    for (const job of await stack.db.job.findMany({ where: { accountId: burst.id } })) {
+      await call(`${cloud.api.url}/api/v2/jobs/${job.id}/cancel`, { method: 'POST', headers: bearer(burst.key) });
+    }
+  });
+
   it('limits each account\'s request rate with 429 rate_limited and Retry-After', async () => {
     const chatty = await stack.account();
     await stack.admin(['account', 'set', '--account', chatty.id, '--requests-per-minute', '5']);

@@ -5,8 +5,9 @@
 -- statement and write one row per account the statement changed, however many jobs it touched.
 --
 -- waiting: queued, not yet handed out; handed: queued and handed to the run queue; running:
--- running or canceling. Only accounts with jobs in one of these stages have a row, so reading
--- the table costs as many rows as there are accounts with work. There is no foreign key to
+-- running or canceling. Only accounts with jobs in one of these stages keep a row (an insert
+-- batch that added nothing can leave one at zero; the sweeper removes those), so reading the
+-- table costs about as many rows as there are accounts with work. There is no foreign key to
 -- accounts: deleting an account cascades to its jobs, and PostgreSQL does not order the two
 -- cascades, so a job trigger could otherwise meet an account row already gone.
 
@@ -32,7 +33,7 @@ DECLARE
   accounts UUID[];
   stages TEXT[];
   deltas INT[];
-  changed INT;
+  emptied UUID[];
 BEGIN
   -- A job a statement takes out of a stage counts -1 there; one it puts into a stage, +1.
   IF TG_OP = 'INSERT' THEN
@@ -48,24 +49,28 @@ BEGIN
           SELECT account_id, job_queue_stage(status, dispatched_at), 1 FROM new_jobs) change;
   END IF;
   -- Accounts are locked in id order, so statements touching the same accounts cannot deadlock.
-  INSERT INTO job_queue_counts AS c (account_id, waiting, handed, running)
-  SELECT * FROM (
-    SELECT account_id,
-           coalesce(sum(delta) FILTER (WHERE stage = 'waiting'), 0)::int AS waiting,
-           coalesce(sum(delta) FILTER (WHERE stage = 'handed'), 0)::int AS handed,
-           coalesce(sum(delta) FILTER (WHERE stage = 'running'), 0)::int AS running
-    FROM unnest(accounts, stages, deltas) AS change(account_id, stage, delta)
-    WHERE stage IS NOT NULL
-    GROUP BY account_id
-  ) per_account
-  WHERE waiting <> 0 OR handed <> 0 OR running <> 0
-  ORDER BY account_id
-  ON CONFLICT (account_id) DO UPDATE
-    SET waiting = c.waiting + excluded.waiting, handed = c.handed + excluded.handed, running = c.running + excluded.running;
-  GET DIAGNOSTICS changed = ROW_COUNT;
-  IF changed > 0 THEN
-    -- Rows this transaction already holds: an account whose last job left the queue drops out.
-    DELETE FROM job_queue_counts WHERE account_id = ANY(accounts) AND waiting = 0 AND handed = 0 AND running = 0;
+  WITH changed AS (
+    INSERT INTO job_queue_counts AS c (account_id, waiting, handed, running)
+    SELECT * FROM (
+      SELECT account_id,
+             coalesce(sum(delta) FILTER (WHERE stage = 'waiting'), 0)::int AS waiting,
+             coalesce(sum(delta) FILTER (WHERE stage = 'handed'), 0)::int AS handed,
+             coalesce(sum(delta) FILTER (WHERE stage = 'running'), 0)::int AS running
+      FROM unnest(accounts, stages, deltas) AS change(account_id, stage, delta)
+      WHERE stage IS NOT NULL
+      GROUP BY account_id
+    ) per_account
+    WHERE waiting <> 0 OR handed <> 0 OR running <> 0
+    ORDER BY account_id
+    ON CONFLICT (account_id) DO UPDATE
+      SET waiting = c.waiting + excluded.waiting, handed = c.handed + excluded.handed, running = c.running + excluded.running
+    RETURNING account_id, waiting, handed, running
+  )
+  SELECT array_agg(account_id) FILTER (WHERE waiting = 0 AND handed = 0 AND running = 0) INTO emptied FROM changed;
+  -- An account whose last job left the queue drops out. Only rows this statement just wrote,
+  -- and so holds locked: deleting any other could wait on a lock out of order.
+  IF emptied IS NOT NULL THEN
+    DELETE FROM job_queue_counts WHERE account_id = ANY(emptied) AND waiting = 0 AND handed = 0 AND running = 0;
   END IF;
   RETURN NULL;
 END $$;

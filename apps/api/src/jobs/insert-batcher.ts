@@ -96,9 +96,14 @@ export class InsertBatcher {
           deployment_id text, expires_at timestamptz, queue_deadline_at timestamptz, idem_key text,
           request_hash text, idem_expires_at timestamptz, max_queued int)
       ), counts AS (
-        -- Kept by triggers on jobs: counting the queued jobs here read the whole backlog per batch.
-        SELECT account_id, waiting + handed AS queued FROM job_queue_counts
-        WHERE account_id IN (SELECT account_id FROM input)
+        -- Each account's queue counts (kept by triggers on jobs), locked until this batch commits:
+        -- batches of one account, from any replica, check the queue limit one after another, and
+        -- ON CONFLICT reads the latest committed counts, so each sees the jobs the previous added.
+        -- Accounts are locked in id order, as the triggers do.
+        INSERT INTO job_queue_counts AS c (account_id)
+        SELECT DISTINCT account_id FROM input ORDER BY account_id
+        ON CONFLICT (account_id) DO UPDATE SET waiting = c.waiting
+        RETURNING account_id, waiting + handed AS queued
       ), ranked AS (
         SELECT input.*, coalesce(c.queued, 0) + row_number() OVER (PARTITION BY input.account_id ORDER BY input.i) <= input.max_queued AS has_room,
                taken.id IS NULL AS id_free
