@@ -1,6 +1,7 @@
 import { blake3Hex } from '#libs/storage';
 import { startCloud, textToImage, tinyImage, type Cloud } from '../support/cloud.js';
 import { bearer, call, envelopeCode, jsonInit } from '../support/http.js';
+import { waitUntil } from '../support/jobs.js';
 import { SseClient, statusesOf } from '../support/sse.js';
 import { TestStack } from '../support/stack.js';
 
@@ -143,6 +144,16 @@ describe('v2 jobs from submission to download', () => {
       cursor = page.body.has_more ? page.body.next_cursor : undefined;
     } while (cursor);
     expect(seen).toEqual([...ids].reverse());
+    // Each listed job is the job as its own URL shows it, outputs included (their signed URLs
+    // differ only by when they were signed).
+    const unsigned = (job: { outputs: Record<string, unknown>[] }) => ({ ...job, outputs: job.outputs.map(({ url: _u, url_expires_at: _e, ...o }) => o) });
+    await waitUntil(async () => (await call(`${origin}/api/v2/jobs?status=succeeded`, { headers: bearer(bob.key) })).body.data.length === 5, 30_000, "bob's jobs succeeded");
+    const succeeded = await call(`${origin}/api/v2/jobs?status=succeeded,failed&limit=3`, { headers: bearer(bob.key) });
+    expect(succeeded.body.data.map((j: { id: string }) => j.id)).toEqual([...ids].reverse().slice(0, 3));
+    for (const listed of succeeded.body.data) {
+      expect(listed.outputs.length).toBeGreaterThan(0);
+      expect(unsigned(listed)).toEqual(unsigned((await call(`${origin}/api/v2/jobs/${listed.id}`, { headers: bearer(bob.key) })).body));
+    }
     const filtered = await call(`${origin}/api/v2/jobs?status=failed,expired`, { headers: bearer(bob.key) });
     expect(filtered.body.data).toEqual([]);
     const clamped = await call(`${origin}/api/v2/jobs?limit=1000`, { headers: bearer(bob.key) });

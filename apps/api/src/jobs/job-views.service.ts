@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError, type JobView, type OutputView, type ProgressView } from '#libs/contracts';
-import type { Db, Job, JobOutput, Asset, Blob } from '#libs/db';
+import { Prisma, type Db, type Job, type JobOutput, type Asset, type Blob, type JobStatus } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
 import { requestOrigin } from '../http/request-origin.js';
@@ -12,7 +12,26 @@ import { jobColumns, jobFromRow } from '#libs/jobs';
 
 export type JobWithOutputs = Job & { outputs: (JobOutput & { asset: Asset & { blob: Blob } })[] };
 
-export const WITH_OUTPUTS = { outputs: { include: { asset: { include: { blob: true } } }, orderBy: { id: 'asc' as const } } };
+/** One page of the caller's jobs, newest first; `after` is the last job of the previous page. */
+export interface JobPageQuery {
+  limit: number;
+  statuses: JobStatus[] | null;
+  after: { t: string; id: string } | null;
+}
+
+/** A job's outputs with their assets and blobs, as one JSON array column of the job's row. */
+const OUTPUTS_OF_J = Prisma.sql`(
+  SELECT coalesce(json_agg(json_build_object(
+    'id', o.id, 'job_id', o.job_id, 'asset_id', o.asset_id, 'node_id', o.node_id, 'type', o.type,
+    'engine_key', o.engine_key, 'engine_type', o.engine_type, 'name', o.name,
+    'blob_hash', a.blob_hash, 'content_type', a.content_type, 'file_path', a.file_path, 'size_bytes', b.size_bytes
+  ) ORDER BY o.id), '[]')
+  FROM job_outputs o
+  LEFT JOIN assets a ON a.id = o.asset_id
+  LEFT JOIN blobs b ON b.hash = a.blob_hash
+  WHERE o.job_id = j.id) AS outputs_json`;
+
+type JobRowWithOutputs = Record<string, unknown> & { outputs_json: OutputRow[] };
 
 interface OutputRow {
   id: number;
@@ -27,6 +46,11 @@ interface OutputRow {
   content_type: string;
   file_path: string;
   size_bytes: number;
+}
+
+function withOutputs(row: JobRowWithOutputs): JobWithOutputs {
+  const { outputs_json: outputs, ...jobRow } = row;
+  return { ...jobFromRow(jobRow), outputs: outputs.map(outputFromRow) };
 }
 
 /** An output row of the one-query read in the shape `outputView` takes. */
@@ -61,23 +85,26 @@ export class JobViews {
    * for a job that does not exist.
    */
   async find(accountId: string, jobId: string): Promise<JobWithOutputs> {
-    const rows = await this.db.$queryRaw<(Record<string, unknown> & { outputs_json: OutputRow[] })[]>`
-      SELECT ${jobColumns('j')}, coalesce(
-        json_agg(json_build_object(
-          'id', o.id, 'job_id', o.job_id, 'asset_id', o.asset_id, 'node_id', o.node_id, 'type', o.type,
-          'engine_key', o.engine_key, 'engine_type', o.engine_type, 'name', o.name,
-          'blob_hash', a.blob_hash, 'content_type', a.content_type, 'file_path', a.file_path, 'size_bytes', b.size_bytes
-        ) ORDER BY o.id) FILTER (WHERE o.id IS NOT NULL), '[]') AS outputs_json
+    const rows = await this.db.$queryRaw<JobRowWithOutputs[]>`
+      SELECT ${jobColumns('j')}, ${OUTPUTS_OF_J}
       FROM jobs j
-      LEFT JOIN job_outputs o ON o.job_id = j.id
-      LEFT JOIN assets a ON a.id = o.asset_id
-      LEFT JOIN blobs b ON b.hash = a.blob_hash
-      WHERE j.id = ${jobId}::uuid AND j.account_id = ${accountId}::uuid
-      GROUP BY j.id`;
+      WHERE j.id = ${jobId}::uuid AND j.account_id = ${accountId}::uuid`;
     const row = rows[0];
     if (!row) throw ApiError.notFound('job');
-    const { outputs_json: outputs, ...jobRow } = row;
-    return { ...jobFromRow(jobRow), outputs: outputs.map(outputFromRow) };
+    return withOutputs(row);
+  }
+
+  /** One page of the caller's jobs with their outputs, in one query; `limit + 1` rows at most. */
+  async page(accountId: string, q: JobPageQuery): Promise<JobWithOutputs[]> {
+    const statuses = q.statuses ? Prisma.sql`AND j.status = ANY(${q.statuses}::"JobStatus"[])` : Prisma.empty;
+    const after = q.after ? Prisma.sql`AND (j.created_at, j.id) < (${new Date(q.after.t)}, ${q.after.id}::uuid)` : Prisma.empty;
+    const rows = await this.db.$queryRaw<JobRowWithOutputs[]>`
+      SELECT ${jobColumns('j')}, ${OUTPUTS_OF_J}
+      FROM jobs j
+      WHERE j.account_id = ${accountId}::uuid ${statuses} ${after}
+      ORDER BY j.created_at DESC, j.id DESC
+      LIMIT ${q.limit + 1}`;
+    return rows.map(withOutputs);
   }
 
   async outputView(output: JobOutput & { asset: Asset & { blob: Blob } }, request: FastifyRequest): Promise<OutputView> {

@@ -1,17 +1,12 @@
 import { decodeCursor, encodeCursor } from '#libs/auth';
 import { ApiError } from '#libs/contracts';
 import type { JobStatus } from '#libs/db';
+import type { JobPageQuery } from '../../jobs/job-views.service.js';
 
 const STATUSES: JobStatus[] = ['queued', 'running', 'succeeded', 'canceling', 'canceled', 'failed', 'expired'];
 const PURPOSE = 'v2-jobs';
 
-export interface JobListQuery {
-  limit: number;
-  statuses: JobStatus[] | null;
-  after: { t: string; id: string } | null;
-}
-
-export function parseJobListQuery(query: Record<string, unknown>, secret: string, accountId: string): JobListQuery {
+export function parseJobListQuery(query: Record<string, unknown>, secret: string, accountId: string): JobPageQuery {
   const rawLimit = query.limit;
   let limit = 20;
   if (rawLimit !== undefined) {
@@ -26,7 +21,7 @@ export function parseJobListQuery(query: Record<string, unknown>, secret: string
     if (bad.length > 0 || list.length === 0) throw ApiError.invalid(`status must be a comma-separated list of ${STATUSES.join(', ')}.`);
     statuses = list as JobStatus[];
   }
-  let after: JobListQuery['after'] = null;
+  let after: JobPageQuery['after'] = null;
   if (query.cursor !== undefined) {
     const decoded = typeof query.cursor === 'string' ? decodeCursor<{ t: string; id: string; a: string }>(secret, PURPOSE, query.cursor) : null;
     // A cursor minted for another account is as good as a forged one.

@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError, isTerminal, type JobView } from '#libs/contracts';
-import type { Account, Db, Prisma } from '#libs/db';
+import type { Account, Db } from '#libs/db';
 import { toV2NodeErrors } from '#libs/workflow';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { CONFIG, DB } from '../../core/tokens.js';
@@ -12,7 +12,7 @@ import { UuidPipe } from '../../http/uuid.pipe.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
 import { JobControl } from '../../jobs/job-control.service.js';
 import { JobPipeline } from '../../jobs/job-pipeline.js';
-import { JobViews, WITH_OUTPUTS } from '../../jobs/job-views.service.js';
+import { JobViews } from '../../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../../jobs/submission.service.js';
 import { AccountLimits, RateLimitGuard } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
@@ -93,13 +93,7 @@ export class JobsController {
   @JobDocs.list()
   async list(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest) {
     const q = parseJobListQuery(query, this.config.signingSecret, account.id);
-    const where: Prisma.JobWhereInput = { accountId: account.id };
-    if (q.statuses) where.status = { in: q.statuses };
-    if (q.after) {
-      const t = new Date(q.after.t);
-      where.OR = [{ createdAt: { lt: t } }, { createdAt: t, id: { lt: q.after.id } }];
-    }
-    const rows = await this.db.job.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: q.limit + 1, include: WITH_OUTPUTS });
+    const rows = await this.views.page(account.id, q);
     const page = rows.slice(0, q.limit);
     const hasMore = rows.length > q.limit;
     return {
