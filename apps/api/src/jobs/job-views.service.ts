@@ -85,13 +85,18 @@ export class JobViews {
    * for a job that does not exist.
    */
   async find(accountId: string, jobId: string): Promise<JobWithOutputs> {
+    const job = await this.findOrNull(accountId, jobId);
+    if (!job) throw ApiError.notFound('job');
+    return job;
+  }
+
+  /** As `find`, with null for a job the caller does not have (v1 answers those its own way). */
+  async findOrNull(accountId: string, jobId: string): Promise<JobWithOutputs | null> {
     const rows = await this.db.$queryRaw<JobRowWithOutputs[]>`
       SELECT ${jobColumns('j')}, ${OUTPUTS_OF_J}
       FROM jobs j
       WHERE j.id = ${jobId}::uuid AND j.account_id = ${accountId}::uuid`;
-    const row = rows[0];
-    if (!row) throw ApiError.notFound('job');
-    return withOutputs(row);
+    return rows[0] ? withOutputs(rows[0]) : null;
   }
 
   /** One page of the caller's jobs with their outputs, in one query; `limit + 1` rows at most. */

@@ -6,6 +6,7 @@ import { toEngineErrorBody, validateWorkflow, workflowFormat } from '#libs/workf
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { DB } from '../core/tokens.js';
 import { JobControl } from '../jobs/job-control.service.js';
+import { JobViews } from '../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
 import { isUuid } from './files/file-names.js';
@@ -37,6 +38,7 @@ export class V1PromptsController {
     private readonly control: JobControl,
     private readonly files: V1Files,
     private readonly views: EngineViews,
+    private readonly jobs: JobViews,
   ) {}
 
   @Post('prompt')
@@ -161,8 +163,9 @@ export class V1PromptsController {
   @Get('history/:id')
   async historyOf(@CurrentAccount() account: Account, @Param('id') id: string) {
     if (!isUuid(id)) return {};
-    const job = await this.db.job.findFirst({ where: { id: id.toLowerCase(), accountId: account.id, status: { in: [...FINISHED] } }, include: HISTORY_INCLUDE });
-    if (!job || (job.status === 'canceled' && !job.startedAt)) return {};
+    // Clients poll this while they wait: one query, as the v2 job view reads a job.
+    const job = await this.jobs.findOrNull(account.id, id.toLowerCase());
+    if (!job || !(FINISHED as readonly string[]).includes(job.status) || (job.status === 'canceled' && !job.startedAt)) return {};
     return this.views.history([job]);
   }
 }
