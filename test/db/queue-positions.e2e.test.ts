@@ -173,12 +173,15 @@ describe('queue positions', () => {
       await stack.db.$executeRaw`INSERT INTO job_queue_counts (account_id) VALUES (${idle!.id}::uuid), (${busy!.id}::uuid)`;
       // A batch of another replica holds busy's row: skipped, not waited for.
       let release!: () => void;
+      let locked!: () => void;
       const held = new Promise<void>((resolve) => (release = resolve));
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
       const holder = stack.db.$transaction(async (tx) => {
         await tx.$queryRaw`SELECT 1 FROM job_queue_counts WHERE account_id = ${busy!.id}::uuid FOR UPDATE`;
+        locked();
         await held;
       });
-      await new Promise((r) => setTimeout(r, 100));
+      await isLocked;
       expect(await dropEmptyQueueCounts(stack.db)).toBe(1);
       release();
       await holder;
