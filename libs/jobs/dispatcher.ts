@@ -188,8 +188,9 @@ export async function queuePositions(db: Db): Promise<Map<string, number>> {
  */
 export async function queuePositionsOf(db: Db, jobIds: string[]): Promise<Map<string, number>> {
   if (jobIds.length === 0) return new Map();
-  // Planned per call: a cached generic plan (not knowing the ids or the queue's shape) made while
-  // the table was small reads it in a way that grows with the backlog.
+  // Planned per call: a generic plan made while the table was small counts handed-out jobs through
+  // the status index, reading every queued job, and keeps doing so as the backlog grows (checked
+  // with plan_cache_mode = force_generic_plan; planned per call it uses jobs_handed_out_idx).
   const rows = await db.$queryRaw<{ id: string; pos: number }[]>`
     ${Prisma.raw(PLAN_PER_CALL)}
     WITH wanted AS MATERIALIZED (
