@@ -188,14 +188,20 @@ export async function queuePositions(db: Db): Promise<Map<string, number>> {
  */
 export async function queuePositionsOf(db: Db, jobIds: string[]): Promise<Map<string, number>> {
   if (jobIds.length === 0) return new Map();
-  // Planned per call: a generic plan made while the table was small counts handed-out jobs through
-  // the status index, reading every queued job, and keeps doing so as the backlog grows (checked
-  // with plan_cache_mode = force_generic_plan; planned per call it uses jobs_handed_out_idx).
+  // Planned per call. A plan cached while the table was small reads every queued job: the count
+  // of handed-out jobs goes through the status index, and so may the lookup of the wanted ids
+  // (checked with plan_cache_mode = force_generic_plan; planned per call they use
+  // jobs_handed_out_idx and the primary key).
   const rows = await db.$queryRaw<{ id: string; pos: number }[]>`
     ${Prisma.raw(PLAN_PER_CALL)}
     WITH wanted AS MATERIALIZED (
-      SELECT j.id, j.account_id, j.created_at, j.dispatched_at FROM jobs j
-      WHERE j.id = ANY(${jobIds}::uuid[]) AND j.status = 'queued'
+      -- One primary-key probe per id, the status checked after it. Unfenced, the planner ANDs
+      -- the ids with the status index on stale statistics, reading every queued job.
+      SELECT j.id, j.account_id, j.created_at, j.dispatched_at
+      FROM unnest(${jobIds}::uuid[]) AS want(id)
+      CROSS JOIN LATERAL (SELECT id, account_id, created_at, dispatched_at, status FROM jobs
+                          WHERE jobs.id = want.id OFFSET 0) j
+      WHERE j.status = 'queued'
     ), counts AS MATERIALIZED (
       -- As the dispatcher counts it, a job handed over but not started holds a slot (b) too.
       SELECT c.account_id, c.waiting AS q, c.handed + c.running AS b, c.handed, a.last_dispatched_at
@@ -205,10 +211,12 @@ export async function queuePositionsOf(db: Db, jobIds: string[]): Promise<Map<st
       SELECT w.id, w.account_id, w.created_at, r.rank, r.rank + c.b AS key, c.last_dispatched_at AS my_last
       FROM wanted w
       JOIN counts c ON c.account_id = w.account_id
+      -- OFFSET 0: counted once per job, not once for each use of rank below.
       CROSS JOIN LATERAL (
         SELECT c.q - (SELECT count(*) FROM jobs n
                       WHERE n.account_id = w.account_id AND n.status = 'queued' AND n.dispatched_at IS NULL
                         AND (n.created_at, n.id) > (w.created_at, w.id))::int AS rank
+        OFFSET 0
       ) r
       WHERE w.dispatched_at IS NULL
     )
