@@ -89,11 +89,11 @@ describe('queue positions', () => {
     }
   });
 
-  // Positions and the queue limit read job_queue_counts, which triggers on jobs keep. Whatever
-  // changes the jobs (one statement or many at once, across accounts), the counts must stay
-  // equal to counting the jobs themselves, and an account with no job left in the queue must
-  // have no row.
-  describe('job_queue_counts', () => {
+  // Positions and the queue limit read job_queue_counts, the jobs_total gauge job_status_counts;
+  // triggers on jobs keep both. Whatever changes the jobs (one statement or many at once, across
+  // accounts), the counts must stay equal to counting the jobs themselves, and an account with no
+  // job left in the queue (or in a status) must have no row.
+  describe('job_queue_counts and job_status_counts', () => {
     const recount = () =>
       stack.db.$queryRaw<{ account_id: string; waiting: number; handed: number; running: number }[]>`
         SELECT account_id,
@@ -106,7 +106,16 @@ describe('queue positions', () => {
     const counts = () =>
       stack.db.$queryRaw<{ account_id: string; waiting: number; handed: number; running: number }[]>`
         SELECT account_id, waiting, handed, running FROM job_queue_counts ORDER BY account_id`;
-    const expectExact = async () => expect(await counts()).toEqual(await recount());
+    const statusRecount = () =>
+      stack.db.$queryRaw<{ account_id: string; status: string; n: number }[]>`
+        SELECT account_id, status::text, count(*)::int AS n FROM jobs GROUP BY account_id, status ORDER BY account_id, status`;
+    const statusCounts = () =>
+      stack.db.$queryRaw<{ account_id: string; status: string; n: number }[]>`
+        SELECT account_id, status::text, n FROM job_status_counts ORDER BY account_id, status`;
+    const expectExact = async () => {
+      expect(await counts()).toEqual(await recount());
+      expect(await statusCounts()).toEqual(await statusRecount());
+    };
     const newJobs = (accountId: string, n: number) =>
       Array.from({ length: n }, () => ({ accountId, workflow: {}, expiresAt: new Date(Date.now() + 3_600_000) }));
 
@@ -137,6 +146,7 @@ describe('queue positions', () => {
       await stack.db.job.createMany({ data: newJobs(a!.id, 3) });
       await stack.db.$executeRawUnsafe('TRUNCATE jobs CASCADE');
       expect(await counts()).toEqual([]);
+      expect(await statusCounts()).toEqual([]);
       await expectExact();
     });
 
@@ -189,7 +199,7 @@ describe('queue positions', () => {
       await expectExact();
     });
 
-    it('are rebuilt from the jobs by job_queue_counts_rebuild()', async () => {
+    it('are rebuilt from the jobs by job_queue_counts_rebuild() and job_status_counts_rebuild()', async () => {
       const acc = await stack.account({ name: 'rebuilt' });
       await stack.db.job.createMany({ data: newJobs(acc.id, 3) });
       // As after a restore with triggers disabled: wrong counts and a row for no job.
@@ -197,6 +207,12 @@ describe('queue positions', () => {
       await stack.db.$executeRaw`INSERT INTO job_queue_counts (account_id, waiting) VALUES (gen_random_uuid(), 2)`;
       expect(await counts()).not.toEqual(await recount());
       await stack.db.$executeRaw`SELECT job_queue_counts_rebuild()`;
+      expect(await counts()).toEqual(await recount());
+      // The same for the status counts, by their own function.
+      await stack.db.$executeRaw`UPDATE job_status_counts SET n = n + 5`;
+      await stack.db.$executeRaw`INSERT INTO job_status_counts (account_id, status, n) VALUES (gen_random_uuid(), 'failed', 2)`;
+      expect(await statusCounts()).not.toEqual(await statusRecount());
+      await stack.db.$executeRaw`SELECT job_status_counts_rebuild()`;
       await expectExact();
     });
   });
