@@ -81,6 +81,10 @@ export function validateFilePath(value: string): string | null {
   return null;
 }
 
+// Blob bytes deleted at once by one call: a retention batch orphans hundreds of blobs, and one
+// storage request after another would take seconds.
+const PARALLEL_BLOB_DELETES = 8;
+
 /**
  * Deletes asset rows, then every blob no asset references any more (row and bytes). The blob row
  * is deleted first under a row lock so a concurrent upload re-creates it rather than losing bytes.
@@ -90,14 +94,14 @@ export async function deleteAssetsAndOrphanBlobs(db: Db, store: BlobStore, asset
   const assets = await db.asset.findMany({ where: { id: { in: assetIds } }, select: { blobHash: true } });
   const deleted = await db.asset.deleteMany({ where: { id: { in: assetIds } } });
   const hashes = [...new Set(assets.map((a) => a.blobHash))];
-  for (const hash of hashes) {
-    const orphan = await db.$transaction(async (tx) => {
-      const rows = await tx.$queryRaw<{ hash: string }[]>`
-        DELETE FROM blobs b WHERE b.hash = ${hash}
-        AND NOT EXISTS (SELECT 1 FROM assets a WHERE a.blob_hash = b.hash) RETURNING b.hash`;
-      return rows.length > 0;
-    });
-    if (orphan) await store.delete(hash);
-  }
+  if (hashes.length === 0) return deleted.count;
+  const orphans = await db.$queryRaw<{ hash: string }[]>`
+    DELETE FROM blobs b WHERE b.hash = ANY(${hashes}::text[])
+    AND NOT EXISTS (SELECT 1 FROM assets a WHERE a.blob_hash = b.hash) RETURNING b.hash`;
+  let next = 0;
+  const deleteNext = async (): Promise<void> => {
+    while (next < orphans.length) await store.delete(orphans[next++]!.hash);
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_BLOB_DELETES, orphans.length) }, deleteNext));
   return deleted.count;
 }
