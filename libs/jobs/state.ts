@@ -107,7 +107,10 @@ export async function finishJob(
 /**
  * A worker takes a queued job: running, on this worker, with its engine prompt id, one more
  * attempt, and (first time only) its start, queue wait and run deadline. One statement; null when
- * the job is no longer queued (canceled or expired while it waited).
+ * the job is no longer queued (canceled or expired while it waited), or has waited past its queue
+ * deadline: such a job is the sweeper's to expire, whichever comes first. The queue deadline
+ * bounds the wait before the first start only; a job handed back after its worker vanished runs
+ * again under its run deadline.
  */
 export async function claimJob(
   db: Db,
@@ -125,6 +128,7 @@ export async function claimJob(
       run_deadline_at = coalesce(run_deadline_at, now() + make_interval(secs => ${claim.executionTimeoutSeconds})),
       updated_at = now()
     WHERE id = ${jobId}::uuid AND status = 'queued'
+      AND (attempts > 0 OR queue_deadline_at IS NULL OR queue_deadline_at > now())
     RETURNING ${jobColumns()}, (attempts = 1) AS first_start`;
   const row = rows[0];
   if (!row) return null;

@@ -84,7 +84,7 @@ export class JobRunner {
     const extra = this.d.vault.get(jobId);
     extra.catch(() => undefined);
     const claimed = await claimJob(db, jobId, { workerId, enginePromptId: promptId, executionTimeoutSeconds: config.jobs.executionTimeoutSeconds });
-    if (!claimed) return; // canceled or expired while waiting
+    if (!claimed) return; // canceled or expired while waiting, or past its queue deadline (the sweeper expires it)
     const job = claimed.job;
     // Every line about this job carries its id.
     const log = this.d.log.child({ job_id: jobId });
