@@ -129,6 +129,8 @@ export class Dispatcher {
           SELECT id, created_at, row_number() OVER (ORDER BY created_at, id)::int AS rank
           FROM (SELECT id, created_at FROM jobs
                 WHERE account_id = c.id AND status = 'queued' AND dispatched_at IS NULL
+                  -- Past its queue deadline a job is no worker's: the sweeper expires it.
+                  AND (attempts > 0 OR queue_deadline_at IS NULL OR queue_deadline_at > ${now})
                 ORDER BY created_at, id
                 LIMIT greatest(0, least(${capacity}, c.max_concurrent_jobs - c.busy))) firsts
         ) j

@@ -134,19 +134,24 @@ export class Sweeper {
     return { requeued, lost };
   }
 
+  /**
+   * Ends in `expired` a job that waited past its queue deadline before it first started (a job
+   * handed back after its worker vanished has started once), and one past its run deadline,
+   * running or waiting to run again.
+   */
   private async expireDeadlines(now: Date): Promise<number> {
     const late = await this.db.job.findMany({
       where: {
         OR: [
-          { status: 'queued', queueDeadlineAt: { lt: now } },
-          { status: { in: ['running', 'canceling'] }, runDeadlineAt: { lt: new Date(now.getTime() - this.options.deadlineGraceMs) } },
+          { status: 'queued', attempts: 0, queueDeadlineAt: { lt: now } },
+          { status: { in: ['queued', 'running', 'canceling'] }, runDeadlineAt: { lt: new Date(now.getTime() - this.options.deadlineGraceMs) } },
         ],
       },
       take: 500,
     });
     let count = 0;
     for (const job of late) {
-      const inQueue = job.status === 'queued';
+      const inQueue = job.status === 'queued' && job.attempts === 0;
       const done = await finishJob(
         this.db,
         job.id,

@@ -1,0 +1,123 @@
+import { Readable } from 'node:stream';
+import { Redis } from 'ioredis';
+import { createAssetRecord, recordBlob } from '#libs/assets';
+import { loadConfig } from '#libs/config';
+import type { Queue } from 'bullmq';
+import { createRunQueue, Dispatcher, JobEventLog, jobKeys, Sweeper, WorkerRegistry, type JobKeys, type RunPayload } from '#libs/jobs';
+import { createBlobStore, type BlobStore } from '#libs/storage';
+import { TestStack } from '../support/stack.js';
+
+// The sweeper's passes, run directly against real PostgreSQL, Redis and S3.
+describe('sweeper', () => {
+  const stack = new TestStack('s3');
+  let redis: Redis;
+  let store: BlobStore;
+  let keys: JobKeys;
+  let queue: Queue<RunPayload>;
+  let events: JobEventLog;
+  let sweeper: Sweeper;
+  let registry: WorkerRegistry;
+  let dispatcher: Dispatcher;
+  const db = () => stack.db;
+
+  beforeAll(async () => {
+    await stack.open();
+    redis = new Redis(stack.services.redisUrl);
+    store = createBlobStore(loadConfig(stack.env()));
+    keys = jobKeys(stack.redisPrefix);
+    queue = createRunQueue({ url: stack.services.redisUrl } as never, keys);
+    registry = new WorkerRegistry(redis, keys);
+    events = new JobEventLog(redis, keys, 60_000);
+    dispatcher = new Dispatcher(db(), redis, queue, registry, keys);
+    sweeper = new Sweeper(db(), redis, queue, registry, dispatcher, events, store, keys, {
+      creditsPerSecond: 1,
+      maxAttempts: 2,
+      deadlineGraceMs: 30_000,
+    });
+  });
+  afterAll(async () => {
+    await queue.close();
+    redis.disconnect();
+    await stack.close();
+  });
+
+  // Retention must keep pace with submissions: a pass that deleted a fixed handful of jobs would
+  // fall behind for good at a few hundred jobs a second, and the tables would grow without end.
+  it('deletes a backlog of expired jobs several batches deep in one pass, with their outputs and orphaned blobs', async () => {
+    const account = await stack.account({ name: 'retained' });
+    const past = new Date(Date.now() - 1_000);
+    const total = 1_234;
+    await db().job.createMany({
+      data: Array.from({ length: total }, () => ({ accountId: account.id, workflow: {}, status: 'succeeded' as const, expiresAt: past })),
+    });
+    const kept = await db().job.create({ data: { accountId: account.id, workflow: {}, status: 'succeeded', expiresAt: new Date(Date.now() + 3_600_000) } });
+    const expired = await db().job.findMany({ where: { expiresAt: past }, select: { id: true }, orderBy: { id: 'asc' } });
+
+    // Outputs of expired jobs: one blob only they use, one also held by a live upload.
+    const put = async (text: string) => {
+      const blob = await store.put(Readable.from([Buffer.from(text)]));
+      await recordBlob(db(), blob);
+      return blob.hash;
+    };
+    const orphaned = await put('only expired outputs use this');
+    const shared = await put('a live upload uses this too');
+    for (const [i, hash] of [orphaned, orphaned, shared].entries()) {
+      await createAssetRecord(db(), { accountId: account.id, blobHash: hash, filePath: `out/${i}.png`, contentType: 'image/png', jobId: expired[i * 500]!.id, expiresAt: past });
+    }
+    const upload = await createAssetRecord(db(), { accountId: account.id, blobHash: shared, filePath: 'in/live.png', contentType: 'image/png' });
+    await events.append(expired[1_000]!.id, account.id, 'status', { status: 'succeeded' });
+    await events.append(kept.id, account.id, 'status', { status: 'succeeded' });
+
+    const report = await sweeper.sweep();
+
+    expect(report).toMatchObject({ purgedJobs: total, purgedAssets: 3 });
+    expect(await db().job.findMany({ select: { id: true } })).toEqual([{ id: kept.id }]);
+    expect(await db().asset.findMany({ select: { id: true } })).toEqual([{ id: upload.id }]);
+    expect(await db().blob.findMany({ select: { hash: true } })).toEqual([{ hash: shared }]);
+    expect(await store.has(orphaned)).toBe(false);
+    expect(await store.has(shared)).toBe(true);
+    expect(await redis.exists(keys.events(expired[1_000]!.id))).toBe(0);
+    expect(await redis.exists(keys.events(kept.id))).toBe(1);
+    // The per-account status counts followed the deletions.
+    expect(await db().$queryRaw`SELECT status::text, n FROM job_status_counts`).toEqual([{ status: 'succeeded', n: 1 }]);
+  }, 60_000);
+
+  // decisions.md: a job that waited in the queue past the queue timeout, or ran past the
+  // execution timeout, ends expired. A job handed back after its worker vanished has started once:
+  // its run deadline bounds it from then on, waiting or running.
+  it('expires a first wait past the queue deadline, and a handed-back job only past its run deadline', async () => {
+    const account = await stack.account({ name: 'deadlines' });
+    const ago = (ms: number) => new Date(Date.now() - ms);
+    const job = (data: { queueDeadlineAt: Date; attempts?: number; runDeadlineAt?: Date; startedAt?: Date }) =>
+      db().job.create({ data: { accountId: account.id, workflow: {}, expiresAt: new Date(Date.now() + 3_600_000), ...data } });
+    const neverStarted = await job({ queueDeadlineAt: ago(1_000) });
+    const handedBack = await job({ queueDeadlineAt: ago(1_000), attempts: 1, startedAt: ago(5_000), runDeadlineAt: new Date(Date.now() + 60_000) });
+    const handedBackLate = await job({ queueDeadlineAt: ago(120_000), attempts: 1, startedAt: ago(120_000), runDeadlineAt: ago(60_000) });
+
+    const report = await sweeper.sweep();
+
+    expect(report?.expired).toBe(2);
+    const state = async (id: string) => db().job.findUniqueOrThrow({ where: { id }, select: { status: true, error: true } });
+    expect(await state(neverStarted.id)).toMatchObject({ status: 'expired', error: { code: 'queue_timeout' } });
+    expect(await state(handedBack.id)).toMatchObject({ status: 'queued', error: null });
+    expect(await state(handedBackLate.id)).toMatchObject({ status: 'expired', error: { code: 'execution_timeout' } });
+  });
+
+  it('hands no worker a job past its queue deadline: the next one goes out instead', async () => {
+    const account = await stack.account({ name: 'dispatch' });
+    await db().job.deleteMany({ where: { status: { in: ['queued', 'running'] } } });
+    const job = (queueDeadlineAt: Date, createdAt: Date) =>
+      db().job.create({ data: { accountId: account.id, workflow: {}, expiresAt: new Date(Date.now() + 3_600_000), queueDeadlineAt, createdAt } });
+    const late = await job(new Date(Date.now() - 1_000), new Date(Date.now() - 10_000));
+    const fresh = await job(new Date(Date.now() + 60_000), new Date(Date.now() - 5_000));
+    await registry.report({ id: 'w-dispatch', state: 'idle', jobId: null, engineReady: true });
+    try {
+      expect(await dispatcher.pass()).toBe(1);
+      const handed = await db().job.findMany({ where: { accountId: account.id, dispatchedAt: { not: null } }, select: { id: true } });
+      expect(handed).toEqual([{ id: fresh.id }]);
+      expect((await db().job.findUniqueOrThrow({ where: { id: late.id } })).dispatchedAt).toBeNull();
+    } finally {
+      await registry.remove('w-dispatch');
+    }
+  });
+});
