@@ -81,27 +81,30 @@ export function validateFilePath(value: string): string | null {
   return null;
 }
 
-// Blob bytes deleted at once by one call: a retention batch orphans hundreds of blobs, and one
+// Blobs deleted at once by one call: a retention batch orphans hundreds of blobs, and one
 // storage request after another would take seconds.
 const PARALLEL_BLOB_DELETES = 8;
 
 /**
- * Deletes asset rows, then every blob no asset references any more (row and bytes). The blob row
- * is deleted first under a row lock so a concurrent upload re-creates it rather than losing bytes.
+ * Deletes asset rows, then every blob no asset references any more (row and bytes). Each blob's
+ * bytes go right after its row, so an upload of the same bytes that re-creates the row meanwhile
+ * has the shortest window in which its bytes could be deleted under it.
  */
 export async function deleteAssetsAndOrphanBlobs(db: Db, store: BlobStore, assetIds: string[]): Promise<number> {
   if (assetIds.length === 0) return 0;
   const assets = await db.asset.findMany({ where: { id: { in: assetIds } }, select: { blobHash: true } });
   const deleted = await db.asset.deleteMany({ where: { id: { in: assetIds } } });
   const hashes = [...new Set(assets.map((a) => a.blobHash))];
-  if (hashes.length === 0) return deleted.count;
-  const orphans = await db.$queryRaw<{ hash: string }[]>`
-    DELETE FROM blobs b WHERE b.hash = ANY(${hashes}::text[])
-    AND NOT EXISTS (SELECT 1 FROM assets a WHERE a.blob_hash = b.hash) RETURNING b.hash`;
   let next = 0;
   const deleteNext = async (): Promise<void> => {
-    while (next < orphans.length) await store.delete(orphans[next++]!.hash);
+    while (next < hashes.length) {
+      const hash = hashes[next++]!;
+      const orphan = await db.$queryRaw<{ hash: string }[]>`
+        DELETE FROM blobs b WHERE b.hash = ${hash}
+        AND NOT EXISTS (SELECT 1 FROM assets a WHERE a.blob_hash = b.hash) RETURNING b.hash`;
+      if (orphan.length > 0) await store.delete(hash);
+    }
   };
-  await Promise.all(Array.from({ length: Math.min(PARALLEL_BLOB_DELETES, orphans.length) }, deleteNext));
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_BLOB_DELETES, hashes.length) }, deleteNext));
   return deleted.count;
 }
