@@ -1,2 +1,2 @@
-export { recordBlob, createAssetRecord, guessContentType, validateFilePath, deleteAssetsAndOrphanBlobs } from './records.js';
+export { recordUploadedAsset, createAssetRecord, guessContentType, validateFilePath, deleteAssetsAndOrphanBlobs, discardUnrecordedBytes, blobSurvived } from './records.js';
 export type { NewAsset } from './records.js';

@@ -1,16 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Asset, Db } from '#libs/db';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { isStorableText } from '#libs/contracts';
-
-/** Registers stored bytes; identical bytes share one row. */
-export async function recordBlob(db: Db, stored: StoredBlob): Promise<void> {
-  await db.blob.upsert({
-    where: { hash: stored.hash },
-    create: { hash: stored.hash, sizeBytes: BigInt(stored.sizeBytes), storageKey: stored.storageKey },
-    update: {},
-  });
-}
 
 export interface NewAsset {
   accountId: string;
@@ -22,6 +14,7 @@ export interface NewAsset {
   expiresAt?: Date | null;
 }
 
+/** A new asset over bytes already recorded and referenced (a copy of an existing asset). */
 export function createAssetRecord(db: Db, a: NewAsset): Promise<Asset> {
   return db.asset.create({
     data: {
@@ -34,6 +27,24 @@ export function createAssetRecord(db: Db, a: NewAsset): Promise<Asset> {
       expiresAt: a.expiresAt ?? null,
     },
   });
+}
+
+/**
+ * Records freshly stored bytes (identical bytes share one blob row) and an asset over them, in
+ * one statement. Two statements could meet a retention pass deleting the same blob in between,
+ * and the asset would then name a blob row that is gone; in one, the insert waits for that
+ * deletion and records the blob anew. Its bytes are the caller's to check (blobSurvived).
+ */
+export async function recordUploadedAsset(db: Db, stored: StoredBlob, a: Omit<NewAsset, 'blobHash'>): Promise<Asset> {
+  const id = randomUUID();
+  await db.$executeRaw`
+    WITH blob AS (
+      INSERT INTO blobs (hash, size_bytes, storage_key) VALUES (${stored.hash}, ${BigInt(stored.sizeBytes)}, ${stored.storageKey})
+      ON CONFLICT (hash) DO NOTHING
+    )
+    INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at)
+    VALUES (${id}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null})`;
+  return db.asset.findUniqueOrThrow({ where: { id } });
 }
 
 const TYPES: Record<string, string> = {
@@ -83,12 +94,18 @@ export function validateFilePath(value: string): string | null {
 
 // Blobs deleted at once by one call: a retention batch orphans hundreds of blobs, and one
 // storage request after another would take seconds.
-const PARALLEL_BLOB_DELETES = 8;
+const PARALLEL_BLOB_DELETES = 4;
+
+// A blob's deletion (its row, then its bytes) holds this lock until both are gone; an upload that
+// recorded the same bytes takes it before checking that they survived (blobSurvived). Per hash,
+// so deletions and uploads of other bytes never wait on each other.
+function lockBlob(db: Pick<Db, '$executeRaw'>, hash: string): Promise<number> {
+  return db.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${hash}, 0))`;
+}
 
 /**
- * Deletes asset rows, then every blob no asset references any more (row and bytes). Each blob's
- * bytes go right after its row, so an upload of the same bytes that re-creates the row meanwhile
- * has the shortest window in which its bytes could be deleted under it.
+ * Deletes asset rows, then every blob no asset references any more (row and bytes), each under
+ * its blob lock.
  */
 export async function deleteAssetsAndOrphanBlobs(db: Db, store: BlobStore, assetIds: string[]): Promise<number> {
   if (assetIds.length === 0) return 0;
@@ -99,12 +116,46 @@ export async function deleteAssetsAndOrphanBlobs(db: Db, store: BlobStore, asset
   const deleteNext = async (): Promise<void> => {
     while (next < hashes.length) {
       const hash = hashes[next++]!;
-      const orphan = await db.$queryRaw<{ hash: string }[]>`
-        DELETE FROM blobs b WHERE b.hash = ${hash}
-        AND NOT EXISTS (SELECT 1 FROM assets a WHERE a.blob_hash = b.hash) RETURNING b.hash`;
-      if (orphan.length > 0) await store.delete(hash);
+      // A failed byte deletion rolls the row back: the blob stays whole, for a later pass.
+      await db.$transaction(
+        async (tx) => {
+          await lockBlob(tx, hash);
+          const orphan = await tx.$queryRaw<{ hash: string }[]>`
+            DELETE FROM blobs b WHERE b.hash = ${hash}
+            AND NOT EXISTS (SELECT 1 FROM assets a WHERE a.blob_hash = b.hash) RETURNING b.hash`;
+          if (orphan.length > 0) await store.delete(hash);
+        },
+        { timeout: 60_000 },
+      );
     }
   };
   await Promise.all(Array.from({ length: Math.min(PARALLEL_BLOB_DELETES, hashes.length) }, deleteNext));
   return deleted.count;
+}
+
+/**
+ * Deletes bytes an upload wrote but will not record (they did not match the expected hash),
+ * unless another upload recorded the same bytes meanwhile. Under the blob lock, like any
+ * deletion of bytes: that upload's check (blobSurvived) then sees what happened.
+ */
+export async function discardUnrecordedBytes(db: Db, store: BlobStore, hash: string): Promise<void> {
+  await db.$transaction(
+    async (tx) => {
+      await lockBlob(tx, hash);
+      if (!(await tx.blob.findUnique({ where: { hash }, select: { hash: true } }))) await store.delete(hash);
+    },
+    { timeout: 60_000 },
+  );
+}
+
+/**
+ * Whether the bytes of `hash` are still stored, asked once an asset over them is recorded. An
+ * upload writes its bytes before it records them; a deletion of the same blob that began before
+ * the record (no asset referenced it then) can remove those bytes. Waiting on the blob lock lets
+ * any such deletion finish, and none can begin after the record. False: the caller's asset has
+ * no bytes, and must be stored again or dropped.
+ */
+export async function blobSurvived(db: Db, store: BlobStore, hash: string): Promise<boolean> {
+  await lockBlob(db, hash);
+  return store.has(hash);
 }

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { createAssetRecord, recordBlob } from '#libs/assets';
+import { blobSurvived, createAssetRecord, deleteAssetsAndOrphanBlobs, recordUploadedAsset } from '#libs/assets';
 import { loadConfig } from '#libs/config';
 import type { Queue } from 'bullmq';
 import { createRunQueue, Dispatcher, JobEventLog, jobKeys, Sweeper, WorkerRegistry, type JobKeys, type RunPayload } from '#libs/jobs';
@@ -54,16 +54,11 @@ describe('sweeper', () => {
     const expired = await db().job.findMany({ where: { expiresAt: past }, select: { id: true }, orderBy: { id: 'asc' } });
 
     // Outputs of expired jobs: one blob only they use, one also held by a live upload.
-    const put = async (text: string) => {
-      const blob = await store.put(Readable.from([Buffer.from(text)]));
-      await recordBlob(db(), blob);
-      return blob.hash;
-    };
-    const orphaned = await put('only expired outputs use this');
-    const shared = await put('a live upload uses this too');
-    for (const [i, hash] of [orphaned, orphaned, shared].entries()) {
-      await createAssetRecord(db(), { accountId: account.id, blobHash: hash, filePath: `out/${i}.png`, contentType: 'image/png', jobId: expired[i * 500]!.id, expiresAt: past });
-    }
+    const output = async (text: string, i: number) =>
+      (await recordUploadedAsset(db(), await store.put(Readable.from([Buffer.from(text)])), { accountId: account.id, filePath: `out/${i}.png`, contentType: 'image/png', jobId: expired[i * 500]!.id, expiresAt: past })).blobHash;
+    const orphaned = await output('only expired outputs use this', 0);
+    await createAssetRecord(db(), { accountId: account.id, blobHash: orphaned, filePath: 'out/1.png', contentType: 'image/png', jobId: expired[500]!.id, expiresAt: past });
+    const shared = await output('a live upload uses this too', 2);
     const upload = await createAssetRecord(db(), { accountId: account.id, blobHash: shared, filePath: 'in/live.png', contentType: 'image/png' });
     await events.append(expired[1_000]!.id, account.id, 'status', { status: 'succeeded' });
     await events.append(kept.id, account.id, 'status', { status: 'succeeded' });
@@ -119,5 +114,46 @@ describe('sweeper', () => {
     } finally {
       await registry.remove('w-dispatch');
     }
+  });
+  // Retention deletes a blob once no asset references it: the row, then the bytes. An upload of
+  // the very same bytes can land in between: its own copy of the bytes written just before they
+  // are deleted, its record made just after. It must find out, not keep an asset with no bytes.
+  it('an upload of bytes being deleted records them anew and learns its bytes are gone', async () => {
+    const account = await stack.account({ name: 'race' });
+    const bytes = Buffer.from(`raced bytes ${crypto.randomUUID()}`);
+    const first = await recordUploadedAsset(db(), await store.put(Readable.from([bytes])), { accountId: account.id, filePath: 'a.bin', contentType: 'application/octet-stream' });
+    // The deletion stops between the row and the bytes, as a slow storage call would.
+    let reached!: () => void;
+    let release!: () => void;
+    const atBytes = new Promise<void>((r) => (reached = r));
+    const mayGo = new Promise<void>((r) => (release = r));
+    const pausing = new Proxy(store, {
+      get: (target, name) =>
+        name === 'delete'
+          ? async (hash: string) => {
+              reached();
+              await mayGo;
+              return target.delete(hash);
+            }
+          : (Reflect.get(target, name) as (...args: unknown[]) => unknown).bind(target),
+    });
+    const deletion = deleteAssetsAndOrphanBlobs(db(), pausing, [first.id]);
+    await atBytes;
+    // The upload: its bytes written (they exist already), then recorded, then checked.
+    const again = await store.put(Readable.from([bytes]));
+    const upload = (async () => {
+      const asset = await recordUploadedAsset(db(), again, { accountId: account.id, filePath: 'b.bin', contentType: 'application/octet-stream' });
+      return { asset, survived: await blobSurvived(db(), store, again.hash) };
+    })();
+    await new Promise((r) => setTimeout(r, 200));
+    release();
+    await deletion;
+    const { asset, survived } = await upload;
+    expect(survived).toBe(false);
+    // The record itself is whole: the blob row was made anew for it.
+    expect(await db().blob.findUnique({ where: { hash: asset.blobHash }, select: { hash: true } })).toEqual({ hash: again.hash });
+    // Without the race the same check passes.
+    await store.put(Readable.from([bytes]));
+    expect(await blobSurvived(db(), store, again.hash)).toBe(true);
   });
 });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { blobSurvived } from '#libs/assets';
 import type { Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import type { JobEventLog } from '#libs/jobs';
@@ -47,25 +48,26 @@ export class OutputStore {
     const v1Ref = { filename: name, subfolder: job.id, type: engineType };
     if (existing) return { assetId: existing.assetId, nodeId, name, type: existing.type, v1Ref };
 
-    let stored: StoredBlob | null = null;
     let reportedType: string | null = null;
-    let lastError: unknown = null;
-    for (let attempt = 1; attempt <= ATTEMPTS && !stored; attempt++) {
-      try {
-        if (output.kind === 'file') {
+    const putBytes = async (): Promise<StoredBlob> => {
+      let lastError: unknown = null;
+      for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+        try {
+          if (output.kind === 'text') {
+            reportedType = 'text/plain; charset=utf-8';
+            return await this.store.put(Readable.from([Buffer.from(output.text, 'utf8')]));
+          }
           const view = await this.engine.viewWithInfo(output.ref);
           reportedType = view.contentType;
-          stored = await this.store.put(view.stream);
-        } else {
-          stored = await this.store.put(Readable.from([Buffer.from(output.text, 'utf8')]));
-          reportedType = 'text/plain; charset=utf-8';
+          return await this.store.put(view.stream);
+        } catch (err) {
+          lastError = err;
+          if (attempt < ATTEMPTS) await new Promise((r) => setTimeout(r, Math.min(4_000, 250 * 2 ** attempt)));
         }
-      } catch (err) {
-        lastError = err;
-        if (attempt < ATTEMPTS) await new Promise((r) => setTimeout(r, Math.min(4_000, 250 * 2 ** attempt)));
       }
-    }
-    if (!stored) throw new OutputStoreError(`Could not store output ${name}: ${(lastError as Error)?.message ?? 'unknown error'}`);
+      throw new OutputStoreError(`Could not store output ${name}: ${(lastError as Error)?.message ?? 'unknown error'}`);
+    };
+    const stored = await putBytes();
     // Only bytes actually written count: a deduplicated copy adds nothing to storage.
     if (stored.created) outputBytesObserved(stored.sizeBytes);
 
@@ -84,6 +86,9 @@ export class OutputStore {
       )
       INSERT INTO job_outputs (job_id, asset_id, node_id, type, engine_key, engine_type, name)
       SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`;
+    // The same bytes, stored by another job or upload, may have been deleted by retention between
+    // the write and the record above; the engine still has them, so they are written again.
+    if (!(await blobSurvived(this.db, this.store, stored.hash))) await putBytes();
     const asset = { id: assetId };
     // Announced without waiting: the job's later events leave on the same connection, after this
     // one. The output is recorded either way; a lost announcement only costs the event.

@@ -56,7 +56,8 @@ export class V1UploadsController {
     const upload = await readMultipartUpload(request, 'image', (stream) => this.assets.storeBytes(stream));
     const extension = uploadExtension(upload.fileName, upload.mimeType);
     const contentType = upload.mimeType && upload.mimeType !== 'application/octet-stream' ? upload.mimeType : guessContentType(`x${extension}`);
-    const { name } = await this.files.recordUpload(account.id, upload.stored, extension, contentType);
+    const { asset, name, created } = await this.files.recordUpload(account.id, upload.stored, extension, contentType);
+    if (created) await this.assets.keepOrDrop(asset.id, upload.stored.hash);
     return { name, subfolder: '', type: folderType(lastField(upload.fields, 'type')) };
   }
 
@@ -97,7 +98,8 @@ export class V1UploadsController {
       throw err;
     }
     const stored = await this.assets.storeBytes(Readable.from([composed]));
-    const { name } = await this.files.recordUpload(account.id, stored, '.png', 'image/png');
+    const { asset, name, created } = await this.files.recordUpload(account.id, stored, '.png', 'image/png');
+    if (created) await this.assets.keepOrDrop(asset.id, stored.hash);
     return { name, subfolder: '', type: folderType(lastField(upload.fields, 'type')) };
   }
 }

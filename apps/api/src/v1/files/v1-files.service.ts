@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { createAssetRecord, recordBlob } from '#libs/assets';
+import { recordUploadedAsset } from '#libs/assets';
 import type { Asset, Blob, Db, JobOutput } from '#libs/db';
 import type { StoredBlob } from '#libs/storage';
 import type { ApiWorkflow, NodeDefinition, NodeDefinitions } from '#libs/workflow';
@@ -45,15 +45,14 @@ export class V1Files {
   constructor(@Inject(DB) private readonly db: Db) {}
 
   /** Records an upload once per account and name; repeated uploads of the same bytes reuse it. */
-  async recordUpload(accountId: string, stored: StoredBlob, extension: string, contentType: string): Promise<{ asset: Asset; name: string }> {
+  async recordUpload(accountId: string, stored: StoredBlob, extension: string, contentType: string): Promise<{ asset: Asset; name: string; created: boolean }> {
     const name = uploadName(stored.hash, extension);
     const existing = await this.db.asset.findFirst({
       where: { accountId, blobHash: stored.hash, filePath: name, tags: { has: V1_UPLOAD_TAG }, ...live() },
     });
-    if (existing) return { asset: existing, name };
-    await recordBlob(this.db, stored);
-    const asset = await createAssetRecord(this.db, { accountId, blobHash: stored.hash, filePath: name, contentType, tags: [V1_UPLOAD_TAG] });
-    return { asset, name };
+    if (existing) return { asset: existing, name, created: false };
+    const asset = await recordUploadedAsset(this.db, stored, { accountId, filePath: name, contentType, tags: [V1_UPLOAD_TAG] });
+    return { asset, name, created: true };
   }
 
   /** Any live asset of the account over these bytes (uploads, masks, outputs alike). */

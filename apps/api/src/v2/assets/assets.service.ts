@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
-import { createAssetRecord, deleteAssetsAndOrphanBlobs, guessContentType, recordBlob, validateFilePath } from '#libs/assets';
+import { blobSurvived, createAssetRecord, deleteAssetsAndOrphanBlobs, discardUnrecordedBytes, guessContentType, recordUploadedAsset, validateFilePath } from '#libs/assets';
 import type { Config } from '#libs/config';
 import { ApiError, isStorableText, type AssetView } from '#libs/contracts';
 import type { Asset, Db } from '#libs/db';
@@ -93,23 +93,30 @@ export class AssetsService {
     const filePath = checkFilePath(upload.filePath || upload.fileName || 'upload.bin');
     const contentType = checkContentType(upload.contentType, upload.mimeType && upload.mimeType !== 'application/octet-stream' ? upload.mimeType : guessContentType(filePath));
     const hadBefore = await this.db.asset.count({ where: { accountId: account.id, blobHash: stored.hash } });
-    await recordBlob(this.db, stored);
-    const asset = await createAssetRecord(this.db, {
+    const asset = await recordUploadedAsset(this.db, stored, {
       accountId: account.id,
-      blobHash: stored.hash,
       filePath,
       contentType,
       tags: upload.tags,
       expiresAt: upload.expiresIn ? new Date(Date.now() + upload.expiresIn * 1000) : null,
     });
+    await this.keepOrDrop(asset.id, stored.hash);
     const createdNew = hadBefore === 0;
     return { view: await this.view(asset, BigInt(stored.sizeBytes), createdNew, request), createdNew };
   }
 
+  /**
+   * The stream is spent, so an upload whose bytes a concurrent deletion of the same blob removed
+   * cannot be stored again: its asset goes, and the client is asked to retry.
+   */
+  async keepOrDrop(assetId: string, hash: string): Promise<void> {
+    if (await blobSurvived(this.db, this.store, hash)) return;
+    await deleteAssetsAndOrphanBlobs(this.db, this.store, [assetId]);
+    throw new ApiError('service_unavailable', 'The same bytes were being deleted while they were uploaded; retry the upload.', undefined, { 'retry-after': '1' });
+  }
+
   private async discardIfUnreferenced(stored: StoredBlob): Promise<void> {
-    if (!stored.created) return;
-    const known = await this.db.blob.findUnique({ where: { hash: stored.hash } });
-    if (!known) await this.store.delete(stored.hash);
+    if (stored.created) await discardUnrecordedBytes(this.db, this.store, stored.hash);
   }
 
   /** A new record over a blob the caller already uses; another account's blob looks unknown. */
