@@ -125,7 +125,7 @@ export async function deleteAssetsAndOrphanBlobs(db: Db, store: BlobStore, asset
             AND NOT EXISTS (SELECT 1 FROM assets a WHERE a.blob_hash = b.hash) RETURNING b.hash`;
           if (orphan.length > 0) await store.delete(hash);
         },
-        { timeout: 60_000 },
+        { maxWait: 10_000, timeout: 60_000 },
       );
     }
   };
@@ -144,7 +144,7 @@ export async function discardUnrecordedBytes(db: Db, store: BlobStore, hash: str
       await lockBlob(tx, hash);
       if (!(await tx.blob.findUnique({ where: { hash }, select: { hash: true } }))) await store.delete(hash);
     },
-    { timeout: 60_000 },
+    { maxWait: 10_000, timeout: 60_000 },
   );
 }
 
