@@ -93,7 +93,7 @@ export function validateFilePath(value: string): string | null {
 }
 
 // Blobs deleted at once by one call: a retention batch orphans hundreds of blobs, and one
-// storage request after another would take seconds.
+// storage request after another would take seconds. Each holds a database connection meanwhile.
 const PARALLEL_BLOB_DELETES = 4;
 
 // A blob's deletion (its row, then its bytes) holds this lock until both are gone; an upload that
@@ -104,33 +104,45 @@ function lockBlob(db: Pick<Db, '$executeRaw'>, hash: string): Promise<number> {
 }
 
 /**
- * Deletes asset rows, then every blob no asset references any more (row and bytes), each under
- * its blob lock.
+ * Deletes assets, and with them every blob no asset references any more (row and bytes). One
+ * transaction per blob, under its blob lock, deletes that blob's assets, then the blob: when its
+ * bytes cannot be deleted, its assets stay too, so a later pass finds the blob again rather than
+ * leaving it unreferenced and forgotten.
  */
 export async function deleteAssetsAndOrphanBlobs(db: Db, store: BlobStore, assetIds: string[]): Promise<number> {
   if (assetIds.length === 0) return 0;
-  const assets = await db.asset.findMany({ where: { id: { in: assetIds } }, select: { blobHash: true } });
-  const deleted = await db.asset.deleteMany({ where: { id: { in: assetIds } } });
-  const hashes = [...new Set(assets.map((a) => a.blobHash))];
+  const assets = await db.asset.findMany({ where: { id: { in: assetIds } }, select: { id: true, blobHash: true } });
+  const byBlob = new Map<string, string[]>();
+  for (const { id, blobHash } of assets) byBlob.set(blobHash, [...(byBlob.get(blobHash) ?? []), id]);
+  const blobs = [...byBlob];
+  let deleted = 0;
   let next = 0;
+  let failed = false;
   const deleteNext = async (): Promise<void> => {
-    while (next < hashes.length) {
-      const hash = hashes[next++]!;
-      // A failed byte deletion rolls the row back: the blob stays whole, for a later pass.
-      await db.$transaction(
+    while (!failed && next < blobs.length) {
+      const [hash, ids] = blobs[next++]!;
+      deleted += await db
+        .$transaction(
         async (tx) => {
           await lockBlob(tx, hash);
+          const gone = await tx.asset.deleteMany({ where: { id: { in: ids } } });
           const orphan = await tx.$queryRaw<{ hash: string }[]>`
             DELETE FROM blobs b WHERE b.hash = ${hash}
             AND NOT EXISTS (SELECT 1 FROM assets a WHERE a.blob_hash = b.hash) RETURNING b.hash`;
           if (orphan.length > 0) await store.delete(hash);
+          return gone.count;
         },
         { maxWait: 10_000, timeout: 60_000 },
-      );
+      )
+        .catch((err: unknown) => {
+          // The others stop taking blobs: the caller learns of the failure and retries later.
+          failed = true;
+          throw err;
+        });
     }
   };
-  await Promise.all(Array.from({ length: Math.min(PARALLEL_BLOB_DELETES, hashes.length) }, deleteNext));
-  return deleted.count;
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_BLOB_DELETES, blobs.length) }, deleteNext));
+  return deleted;
 }
 
 /**

@@ -156,4 +156,23 @@ describe('sweeper', () => {
     await store.put(Readable.from([bytes]));
     expect(await blobSurvived(db(), store, again.hash)).toBe(true);
   });
+  it('keeps the assets of a blob whose bytes could not be deleted, so a later pass deletes them', async () => {
+    const account = await stack.account({ name: 'stuck' });
+    const stored = await store.put(Readable.from([Buffer.from(`undeletable for now ${crypto.randomUUID()}`)]));
+    const asset = await recordUploadedAsset(db(), stored, { accountId: account.id, filePath: 'stuck.bin', contentType: 'application/octet-stream' });
+    const refusing = new Proxy(store, {
+      get: (target, name) =>
+        name === 'delete'
+          ? () => Promise.reject(new Error('store unavailable'))
+          : (Reflect.get(target, name) as (...args: unknown[]) => unknown).bind(target),
+    });
+    await expect(deleteAssetsAndOrphanBlobs(db(), refusing, [asset.id])).rejects.toThrow('store unavailable');
+    expect(await db().asset.findUnique({ where: { id: asset.id }, select: { id: true } })).toEqual({ id: asset.id });
+    expect(await db().blob.findUnique({ where: { hash: stored.hash }, select: { hash: true } })).toEqual({ hash: stored.hash });
+    expect(await store.has(stored.hash)).toBe(true);
+    // The store is back: the next attempt deletes all of it.
+    expect(await deleteAssetsAndOrphanBlobs(db(), store, [asset.id])).toBe(1);
+    expect(await db().blob.findUnique({ where: { hash: stored.hash } })).toBeNull();
+    expect(await store.has(stored.hash)).toBe(false);
+  });
 });
