@@ -104,10 +104,9 @@ function lockBlob(db: Pick<Db, '$executeRaw'>, hash: string): Promise<number> {
 }
 
 /**
- * Deletes assets, and with them every blob no asset references any more (row and bytes). One
- * transaction per blob, under its blob lock, deletes that blob's assets, then the blob: when its
- * bytes cannot be deleted, its assets stay too, so a later pass finds the blob again rather than
- * leaving it unreferenced and forgotten.
+ * Deletes assets, and with them every blob no asset references any more (row and bytes), a few
+ * blobs at a time. Stops at the first blob that cannot be deleted and throws: its assets are
+ * still there, so a later pass finds it again.
  */
 export async function deleteAssetsAndOrphanBlobs(db: Db, store: BlobStore, assetIds: string[]): Promise<number> {
   if (assetIds.length === 0) return 0;
@@ -116,33 +115,40 @@ export async function deleteAssetsAndOrphanBlobs(db: Db, store: BlobStore, asset
   for (const { id, blobHash } of assets) byBlob.set(blobHash, [...(byBlob.get(blobHash) ?? []), id]);
   const blobs = [...byBlob];
   let deleted = 0;
-  let next = 0;
   let failed = false;
   const deleteNext = async (): Promise<void> => {
-    while (!failed && next < blobs.length) {
-      const [hash, ids] = blobs[next++]!;
-      deleted += await db
-        .$transaction(
-        async (tx) => {
-          await lockBlob(tx, hash);
-          const gone = await tx.asset.deleteMany({ where: { id: { in: ids } } });
-          const orphan = await tx.$queryRaw<{ hash: string }[]>`
-            DELETE FROM blobs b WHERE b.hash = ${hash}
-            AND NOT EXISTS (SELECT 1 FROM assets a WHERE a.blob_hash = b.hash) RETURNING b.hash`;
-          if (orphan.length > 0) await store.delete(hash);
-          return gone.count;
-        },
-        { maxWait: 10_000, timeout: 60_000 },
-      )
-        .catch((err: unknown) => {
-          // The others stop taking blobs: the caller learns of the failure and retries later.
-          failed = true;
-          throw err;
-        });
+    while (!failed && blobs.length > 0) {
+      const [hash, ids] = blobs.shift()!;
+      try {
+        deleted += await deleteBlobAssets(db, store, hash, ids);
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(PARALLEL_BLOB_DELETES, blobs.length) }, deleteNext));
   return deleted;
+}
+
+/**
+ * One transaction under the blob lock: these assets of the blob, then the blob if nothing else
+ * references it. When its bytes cannot be deleted everything rolls back, the assets included:
+ * deleted alone, they would leave a blob no later pass could find.
+ */
+function deleteBlobAssets(db: Db, store: BlobStore, hash: string, assetIds: string[]): Promise<number> {
+  return db.$transaction(
+    async (tx) => {
+      await lockBlob(tx, hash);
+      const gone = await tx.asset.deleteMany({ where: { id: { in: assetIds } } });
+      const orphan = await tx.$queryRaw<{ hash: string }[]>`
+        DELETE FROM blobs b WHERE b.hash = ${hash}
+        AND NOT EXISTS (SELECT 1 FROM assets a WHERE a.blob_hash = b.hash) RETURNING b.hash`;
+      if (orphan.length > 0) await store.delete(hash);
+      return gone.count;
+    },
+    { maxWait: 10_000, timeout: 60_000 },
+  );
 }
 
 /**
@@ -162,10 +168,13 @@ export async function discardUnrecordedBytes(db: Db, store: BlobStore, hash: str
 
 /**
  * Whether the bytes of `hash` are still stored, asked once an asset over them is recorded. An
- * upload writes its bytes before it records them; a deletion of the same blob that began before
- * the record (no asset referenced it then) can remove those bytes. Waiting on the blob lock lets
- * any such deletion finish, and none can begin after the record. False: the caller's asset has
- * no bytes, and must be stored again or dropped.
+ * upload writes its bytes before it records them; a deletion of the same bytes that began before
+ * the record (no asset referenced them then) can remove them. Waiting on the blob lock lets any
+ * such deletion finish, and none can begin after the record. False: the caller's asset has no
+ * bytes, and must be stored again or dropped.
+ *
+ * Asked even of bytes the caller wrote itself: an upload of the same bytes that failed its
+ * expected hash may discard them (discardUnrecordedBytes) before this caller records them.
  */
 export async function blobSurvived(db: Db, store: BlobStore, hash: string): Promise<boolean> {
   await lockBlob(db, hash);

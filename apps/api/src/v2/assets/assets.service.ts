@@ -111,7 +111,8 @@ export class AssetsService {
    */
   async keepOrDrop(assetId: string, hash: string): Promise<void> {
     if (await blobSurvived(this.db, this.store, hash)) return;
-    await deleteAssetsAndOrphanBlobs(this.db, this.store, [assetId]);
+    // Should the store refuse this too, the answer is still the retryable 503.
+    await deleteAssetsAndOrphanBlobs(this.db, this.store, [assetId]).catch(() => undefined);
     throw new ApiError('service_unavailable', 'The same bytes were being deleted while they were uploaded; retry the upload.', undefined, { 'retry-after': '1' });
   }
 
