@@ -19,6 +19,9 @@ describe('sweeper', () => {
   let registry: WorkerRegistry;
   let dispatcher: Dispatcher;
   const db = () => stack.db;
+  /** The real store, with its byte deletion replaced: to pause it, or make it fail. */
+  const withDelete = (remove: (hash: string) => Promise<void>): BlobStore =>
+    new Proxy(store, { get: (target, name) => (name === 'delete' ? remove : (Reflect.get(target, name) as (...args: unknown[]) => unknown).bind(target)) });
 
   beforeAll(async () => {
     await stack.open();
@@ -127,15 +130,10 @@ describe('sweeper', () => {
     let release!: () => void;
     const atBytes = new Promise<void>((r) => (reached = r));
     const mayGo = new Promise<void>((r) => (release = r));
-    const pausing = new Proxy(store, {
-      get: (target, name) =>
-        name === 'delete'
-          ? async (hash: string) => {
-              reached();
-              await mayGo;
-              return target.delete(hash);
-            }
-          : (Reflect.get(target, name) as (...args: unknown[]) => unknown).bind(target),
+    const pausing = withDelete(async (hash) => {
+      reached();
+      await mayGo;
+      return store.delete(hash);
     });
     const deletion = deleteAssetsAndOrphanBlobs(db(), pausing, [first.id]);
     await atBytes;
@@ -160,12 +158,7 @@ describe('sweeper', () => {
     const account = await stack.account({ name: 'stuck' });
     const stored = await store.put(Readable.from([Buffer.from(`undeletable for now ${crypto.randomUUID()}`)]));
     const asset = await recordUploadedAsset(db(), stored, { accountId: account.id, filePath: 'stuck.bin', contentType: 'application/octet-stream' });
-    const refusing = new Proxy(store, {
-      get: (target, name) =>
-        name === 'delete'
-          ? () => Promise.reject(new Error('store unavailable'))
-          : (Reflect.get(target, name) as (...args: unknown[]) => unknown).bind(target),
-    });
+    const refusing = withDelete(() => Promise.reject(new Error('store unavailable')));
     await expect(deleteAssetsAndOrphanBlobs(db(), refusing, [asset.id])).rejects.toThrow('store unavailable');
     expect(await db().asset.findUnique({ where: { id: asset.id }, select: { id: true } })).toEqual({ id: asset.id });
     expect(await db().blob.findUnique({ where: { hash: stored.hash }, select: { hash: true } })).toEqual({ hash: stored.hash });
