@@ -1,2 +1,2 @@
-export { recordUploadedAsset, createAssetRecord, guessContentType, validateFilePath, deleteAssetsAndOrphanBlobs, discardUnrecordedBytes, blobSurvived } from './records.js';
+export { blobRow, recordUploadedAsset, createAssetRecord, guessContentType, validateFilePath, deleteAssetsAndOrphanBlobs, discardUnrecordedBytes, blobSurvived } from './records.js';
 export type { NewAsset } from './records.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import type { Asset, Db } from '#libs/db';
+import { Prisma, type Asset, type Db } from '#libs/db';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { isStorableText } from '#libs/contracts';
 
@@ -30,6 +30,17 @@ export function createAssetRecord(db: Db, a: NewAsset): Promise<Asset> {
 }
 
 /**
+ * The `blob` step of a statement that records stored bytes with what references them: the blob
+ * row, unless identical bytes have one already.
+ */
+export function blobRow(stored: StoredBlob): Prisma.Sql {
+  return Prisma.sql`blob AS (
+    INSERT INTO blobs (hash, size_bytes, storage_key) VALUES (${stored.hash}, ${BigInt(stored.sizeBytes)}, ${stored.storageKey})
+    ON CONFLICT (hash) DO NOTHING
+  )`;
+}
+
+/**
  * Records freshly stored bytes (identical bytes share one blob row) and an asset over them, in
  * one statement. Two statements could meet a retention pass deleting the same blob in between,
  * and the asset would then name a blob row that is gone; in one, the insert waits for that
@@ -38,10 +49,7 @@ export function createAssetRecord(db: Db, a: NewAsset): Promise<Asset> {
 export async function recordUploadedAsset(db: Db, stored: StoredBlob, a: Omit<NewAsset, 'blobHash'>): Promise<Asset> {
   const id = randomUUID();
   await db.$executeRaw`
-    WITH blob AS (
-      INSERT INTO blobs (hash, size_bytes, storage_key) VALUES (${stored.hash}, ${BigInt(stored.sizeBytes)}, ${stored.storageKey})
-      ON CONFLICT (hash) DO NOTHING
-    )
+    WITH ${blobRow(stored)}
     INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at)
     VALUES (${id}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null})`;
   return db.asset.findUniqueOrThrow({ where: { id } });

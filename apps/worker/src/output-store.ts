@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { blobSurvived } from '#libs/assets';
+import { blobRow, blobSurvived } from '#libs/assets';
 import type { Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import type { JobEventLog } from '#libs/jobs';
@@ -76,10 +76,7 @@ export class OutputStore {
     // Blob, asset and job output in one statement: all three exist, or none does.
     const assetId = randomUUID();
     await this.db.$executeRaw`
-      WITH blob AS (
-        INSERT INTO blobs (hash, size_bytes, storage_key) VALUES (${stored.hash}, ${BigInt(stored.sizeBytes)}, ${stored.storageKey})
-        ON CONFLICT (hash) DO NOTHING
-      ), asset AS (
+      WITH ${blobRow(stored)}, asset AS (
         INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at)
         VALUES (${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt})
         RETURNING id
