@@ -4,7 +4,7 @@
 #   docker run --rm comfy-cloud api            (or worker, sim-engine, migrate, admin <args>)
 # See docs/operations.md.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # --- all dependencies, dev included: only the build needs TypeScript and the Prisma CLI -------
 FROM ${NODE_IMAGE} AS deps

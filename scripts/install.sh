@@ -2,6 +2,7 @@
 # Installs dependencies, generates the Prisma client and builds every app into dist/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/node-runtime.sh
 # `npm install` honours package-lock.json; `npm ci` here rejects the lock for lacking other
 # platforms' optional binaries (napi-rs, swc), which npm itself does not write into it.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

@@ -4,6 +4,7 @@
 # Figures are printed at the end and written to the "Soak" section of docs/reliability.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/node-runtime.sh
 bash scripts/install.sh
 export LOAD_SECONDS="${SOAK_SECONDS:-1800}"
 export LOAD_RATE="${SOAK_RATE:-200}"

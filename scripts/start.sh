@@ -4,6 +4,7 @@
 # (DATABASE_URL and REDIS_URL, localhost defaults). Ctrl-C stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/node-runtime.sh
 [ -f .env ] && set -a && . ./.env && set +a
 bash scripts/install.sh
 node dist/libs/db/migrate-cli.js

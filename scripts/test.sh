@@ -3,6 +3,7 @@
 # Needs PostgreSQL and Redis reachable (see README); every suite makes its own database and prefix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/node-runtime.sh
 
 bash scripts/install.sh
 # Types and lint first: cheap, and a failure there is a failure of the suite.

@@ -56,9 +56,9 @@ const copyFrom = (stage: Stage) =>
   });
 
 describe('Dockerfile', () => {
-  it('builds in stages and ends on a slim Node 20 runtime', () => {
+  it('builds in stages and ends on a slim Node 24 runtime', () => {
     expect(stages.length).toBeGreaterThanOrEqual(3);
-    expect(read('Dockerfile')).toMatch(/ARG NODE_IMAGE=node:20-bookworm-slim/);
+    expect(read('Dockerfile')).toMatch(/ARG NODE_IMAGE=node:24-bookworm-slim/);
     expect(final.from).toBe('${NODE_IMAGE}');
   });
 

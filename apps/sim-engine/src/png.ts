@@ -2,27 +2,9 @@
  * Minimal PNG encoder/decoder (8-bit, non-interlaced) on node:zlib, plus APNG.
  * Encoding is deterministic: same pixels + text chunks => same bytes.
  */
-import { deflateSync, inflateSync, crc32 as zlibCrc32 } from 'node:zlib';
+import { crc32, deflateSync, inflateSync } from 'node:zlib';
 
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
-  }
-  return t;
-})();
-
-function crc32(buf: Buffer): number {
-  // node:zlib.crc32 exists from Node 20.15/22.2; keep a fallback for older runtimes.
-  if (typeof zlibCrc32 === 'function') return zlibCrc32(buf) >>> 0;
-  let c = 0xffffffff;
-  for (let i = 0; i < buf.length; i++) c = CRC_TABLE[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
 
 function chunk(type: string, data: Buffer): Buffer {
   const head = Buffer.alloc(8);
