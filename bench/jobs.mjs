@@ -7,7 +7,7 @@
 // API and its database alone, as when workers run on machines of their own.
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
-import { admin, benchEnv, closeRequests, dropDatabase, machine, median, migrate, percentile, request, start, stop } from './support.mjs';
+import { admin, benchEnv, closeRequests, cpuMs, dropDatabase, machine, median, migrate, percentile, postgresCpuMs, request, start, stop } from './support.mjs';
 
 const SUBMISSIONS = Number(process.env.BENCH_SUBMISSIONS ?? 3000);
 const CONCURRENCY = 64;
@@ -95,7 +95,14 @@ const submitOne = async (i) => {
   ids.push(body.id);
 };
 await pool(WARMUP, CONCURRENCY, submitOne);
+// Where the two cores go during the measured submissions, per submission.
+const cpuOf = () => {
+  const client = process.cpuUsage();
+  return { api: cpuMs(api.pid), worker: cpuMs(worker.pid), engine: cpuMs(engine.pid), postgres: postgresCpuMs(), client: (client.user + client.system) / 1000 };
+};
+const cpuBefore = cpuOf();
 const submit = await pool(SUBMISSIONS, CONCURRENCY, submitOne);
+const cpuAfter = cpuOf();
 
 if (paused) for (const p of [worker, engine]) p.child.kill('SIGCONT');
 
@@ -115,6 +122,7 @@ await dropDatabase(env);
 const f = (x) => x.toFixed(1);
 console.log(`machine: ${machine()}`);
 console.log(`POST /api/v2/jobs at ${CONCURRENCY} clients${paused ? ' (worker and engine paused)' : ''}: ${Math.round(submit.perSecond)}/s, p50 ${f(submit.p50)} ms, p99 ${f(submit.p99)} ms (${SUBMISSIONS} submissions after ${WARMUP} unmeasured; target >= 2000/s, p99 < 50 ms)`);
+console.log(`CPU per submission: ${Object.keys(cpuBefore).map((k) => `${k} ${((cpuAfter[k] - cpuBefore[k]) / SUBMISSIONS).toFixed(2)} ms`).join(', ')}`);
 console.log(`instant workflow, ${ROUNDS} rounds: engine alone median ${f(median(engineTimes))} ms; whole stack median ${f(median(stackTimes))} ms`);
 console.log(`stack overhead over the engine: median ${f(median(overheads))} ms, p99 ${f(percentile(overheads, 0.99))} ms (target median < 25 ms)`);
 console.log(`GET /api/v2/jobs/{id} at ${CONCURRENCY} clients: ${Math.round(poll.perSecond)}/s, p50 ${f(poll.p50)} ms, p99 ${f(poll.p99)} ms`);

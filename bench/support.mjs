@@ -4,7 +4,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { Redis } from 'ioredis';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { randomBytes } from 'node:crypto';
 
@@ -45,8 +45,15 @@ export function admin(env, ...args) {
   return JSON.parse(execFileSync(process.execPath, [`${ROOT}dist/apps/admin/src/main.js`, ...args], { env }).toString());
 }
 
+// Children still running when the benchmark exits, say on an error, are killed with it: left
+// behind they would load the machine and skew every later measurement.
+const running = new Set();
+process.on('exit', () => running.forEach((child) => child.kill('SIGKILL')));
+
 export function start(entry, env, readyMessage = 'listening') {
   const child = spawn(process.execPath, [`${ROOT}dist/${entry}`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${entry} did not start`)), 30_000);
     const onLine = (line) => {
@@ -72,6 +79,22 @@ export function cpuMs(pid) {
   // Fields 14 and 15 of /proc/<pid>/stat, after the command name in parentheses; in clock ticks (100/s).
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * CPU time of every PostgreSQL process on the machine, in ms: the server is shared, so run nothing
+ * else against it while measuring. A backend that exits in between takes its time with it.
+ */
+export function postgresCpuMs() {
+  let total = 0;
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuMs(pid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
 }
 
 export function rssBytes(pid) {
