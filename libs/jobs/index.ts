@@ -12,6 +12,6 @@ export { WorkerRegistry, WORKER_STALE_MS } from './worker-registry.js';
 export type { WorkerInfo, WorkerState } from './worker-registry.js';
 export { Dispatcher, queuePositions, queuePositionsOf } from './dispatcher.js';
 export { dropEmptyQueueCounts } from './queue-counts.js';
-export { Sweeper } from './sweeper.js';
+export { Sweeper, lateJobsQuery } from './sweeper.js';
 export type { SweeperOptions, SweepReport } from './sweeper.js';
 export { publishNodeDefinitions, NodeDefinitionsCache } from './node-definitions.js';

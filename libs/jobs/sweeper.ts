@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { deleteAssetsAndOrphanBlobs } from '#libs/assets';
-import type { Db } from '#libs/db';
+import { Prisma, type Db } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
 import type { Dispatcher } from './dispatcher.js';
 import type { JobEventLog } from './events.js';
@@ -11,7 +11,7 @@ import { runJobId, type RunPayload } from './run-queue.js';
 import { finishJob, transition } from './state.js';
 import type { WorkerRegistry } from './worker-registry.js';
 
-// Expired jobs (or assets) deleted per statement, and the time one pass may spend on them.
+// Jobs (or assets) expired or deleted per statement, and the time one pass may spend on each kind.
 const PURGE_BATCH = 500;
 const PURGE_BUDGET_MS = 3_000;
 
@@ -137,39 +137,36 @@ export class Sweeper {
   /**
    * Ends in `expired` a job that waited past its queue deadline before it first started (a job
    * handed back after its worker vanished has started once), and one past its run deadline,
-   * running or waiting to run again.
+   * running or waiting to run again. In batches until none is left or the pass has spent its
+   * time: a burst of jobs that all miss their deadline would otherwise fill the account's queue
+   * limit long after they were due.
    */
   private async expireDeadlines(now: Date): Promise<number> {
-    const late = await this.db.job.findMany({
-      where: {
-        OR: [
-          { status: 'queued', attempts: 0, queueDeadlineAt: { lt: now } },
-          { status: { in: ['queued', 'running', 'canceling'] }, runDeadlineAt: { lt: new Date(now.getTime() - this.options.deadlineGraceMs) } },
-        ],
-      },
-      take: 500,
-    });
+    const until = Date.now() + PURGE_BUDGET_MS;
     let count = 0;
-    for (const job of late) {
-      const inQueue = job.status === 'queued' && job.attempts === 0;
-      const done = await finishJob(
-        this.db,
-        job.id,
-        {
-          status: 'expired',
-          error: inQueue
-            ? { code: 'queue_timeout', message: 'The job waited in the queue longer than allowed.' }
-            : { code: 'execution_timeout', message: 'The job ran longer than allowed.' },
-        },
-        this.options.creditsPerSecond,
-        now,
-      );
-      if (done) {
-        count++;
-        await this.redis.set(this.keys.cancelFlag(job.id), 'expired', 'EX', 3600);
-        await this.redis.publish(this.keys.cancelChannel, job.id);
-        await this.status(job.id, job.accountId, 'expired');
+    while (Date.now() < until) {
+      const late = await this.db.$queryRaw<LateJob[]>(lateJobsQuery(now, new Date(now.getTime() - this.options.deadlineGraceMs), PURGE_BATCH));
+      for (const job of late) {
+        const done = await finishJob(
+          this.db,
+          job.id,
+          {
+            status: 'expired',
+            error: job.in_queue
+              ? { code: 'queue_timeout', message: 'The job waited in the queue longer than allowed.' }
+              : { code: 'execution_timeout', message: 'The job ran longer than allowed.' },
+          },
+          this.options.creditsPerSecond,
+          now,
+        );
+        if (done) {
+          count++;
+          await this.redis.set(this.keys.cancelFlag(job.id), 'expired', 'EX', 3600);
+          await this.redis.publish(this.keys.cancelChannel, job.id);
+          await this.status(job.id, job.account_id, 'expired');
+        }
       }
+      if (late.length < PURGE_BATCH) break;
     }
     return count;
   }
@@ -200,4 +197,27 @@ export class Sweeper {
     }
     return { jobs, assets };
   }
+}
+
+interface LateJob {
+  id: string;
+  account_id: string;
+  /** Late for its queue deadline (never started), not for its run deadline. */
+  in_queue: boolean;
+}
+
+/**
+ * Up to `limit` jobs of each kind past a deadline: first waits past `now`, runs past `runCutoff`.
+ * The conditions are literals matching the partial indexes jobs_queue_deadline_idx and
+ * jobs_run_deadline_idx, so even a cached generic plan reads the late jobs and nothing else.
+ */
+export function lateJobsQuery(now: Date, runCutoff: Date, limit: number): Prisma.Sql {
+  return Prisma.sql`
+    (SELECT id, account_id, true AS in_queue FROM jobs
+     WHERE status = 'queued' AND attempts = 0 AND queue_deadline_at < ${now}
+     ORDER BY queue_deadline_at LIMIT ${limit})
+    UNION ALL
+    (SELECT id, account_id, false AS in_queue FROM jobs
+     WHERE status IN ('queued', 'running', 'canceling') AND run_deadline_at IS NOT NULL AND run_deadline_at < ${runCutoff}
+     ORDER BY run_deadline_at LIMIT ${limit})`;
 }

@@ -2,8 +2,9 @@ import { Readable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { blobSurvived, createAssetRecord, deleteAssetsAndOrphanBlobs, recordUploadedAsset } from '#libs/assets';
 import { loadConfig } from '#libs/config';
+import { Prisma } from '#libs/db';
 import type { Queue } from 'bullmq';
-import { createRunQueue, Dispatcher, JobEventLog, jobKeys, Sweeper, WorkerRegistry, type JobKeys, type RunPayload } from '#libs/jobs';
+import { createRunQueue, Dispatcher, JobEventLog, jobKeys, lateJobsQuery, Sweeper, WorkerRegistry, type JobKeys, type RunPayload } from '#libs/jobs';
 import { createBlobStore, type BlobStore } from '#libs/storage';
 import { TestStack } from '../support/stack.js';
 
@@ -99,6 +100,50 @@ describe('sweeper', () => {
     expect(await state(neverStarted.id)).toMatchObject({ status: 'expired', error: { code: 'queue_timeout' } });
     expect(await state(handedBack.id)).toMatchObject({ status: 'queued', error: null });
     expect(await state(handedBackLate.id)).toMatchObject({ status: 'expired', error: { code: 'execution_timeout' } });
+  });
+
+  it('expires a burst of late first waits several batches deep in one pass', async () => {
+    const account = await stack.account({ name: 'late-burst' });
+    const total = 640;
+    await db().job.createMany({
+      data: Array.from({ length: total }, () => ({ accountId: account.id, workflow: {}, expiresAt: new Date(Date.now() + 3_600_000), queueDeadlineAt: new Date(Date.now() - 1_000) })),
+    });
+
+    const report = await sweeper.sweep();
+
+    expect(report?.expired).toBe(total);
+    expect(await db().job.count({ where: { accountId: account.id, status: 'expired' } })).toBe(total);
+  });
+
+  // Every replica sweeps every few seconds: finding the late jobs must cost the same whatever
+  // the backlog of jobs still within their deadlines.
+  it('finds late jobs without reading the backlog, on a cached generic plan too', async () => {
+    const account = await stack.account({ name: 'deadline-backlog' });
+    const later = new Date(Date.now() + 3_600_000);
+    await db().job.createMany({ data: Array.from({ length: 10_000 }, () => ({ accountId: account.id, workflow: {}, expiresAt: later, queueDeadlineAt: later })) });
+    await db().job.createMany({ data: Array.from({ length: 300 }, () => ({ accountId: account.id, workflow: {}, expiresAt: later, queueDeadlineAt: later, attempts: 1, startedAt: new Date(), runDeadlineAt: later })) });
+    await db().$executeRawUnsafe('ANALYZE jobs');
+    const query = lateJobsQuery(new Date(), new Date(), 500);
+    const buffersRead = (plan: unknown): number => {
+      const root = (plan as [{ Plan: Record<string, number> }])[0].Plan;
+      return root['Shared Hit Blocks']! + root['Shared Read Blocks']!;
+    };
+
+    const [custom] = await db().$queryRaw<{ 'QUERY PLAN': unknown }[]>(Prisma.sql`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${query}`);
+    const generic = await db().$transaction(async (tx) => {
+      await tx.$executeRawUnsafe('SET LOCAL plan_cache_mode = force_generic_plan');
+      await tx.$executeRawUnsafe(`PREPARE late_jobs AS ${query.text}`);
+      // EXECUTE takes no bind parameters: the values go in as literals.
+      const args = query.values.map((v) => (v instanceof Date ? `'${v.toISOString()}'` : String(v))).join(', ');
+      const [row] = await tx.$queryRawUnsafe<{ 'QUERY PLAN': unknown }[]>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE late_jobs(${args})`);
+      await tx.$executeRawUnsafe('DEALLOCATE late_jobs');
+      return row!;
+    });
+
+    // The backlog spans hundreds of pages; finding that no job is late takes a few index pages.
+    expect(buffersRead(custom!['QUERY PLAN'])).toBeLessThan(20);
+    expect(buffersRead(generic['QUERY PLAN'])).toBeLessThan(20);
+    await db().job.deleteMany({ where: { accountId: account.id } });
   });
 
   it('hands no worker a job past its queue deadline: the next one goes out instead', async () => {
