@@ -1,5 +1,8 @@
 import { ConfigError, loadConfig } from '#libs/config';
+import { tuneRuntime } from '#libs/runtime';
 import { createApi } from './app.js';
+
+tuneRuntime();
 
 try {
   const config = loadConfig();

@@ -1,5 +1,8 @@
 import { ConfigError, loadConfig } from '#libs/config';
+import { tuneRuntime } from '#libs/runtime';
 import { WorkerProcess } from './worker-process.js';
+
+tuneRuntime();
 
 try {
   const worker = new WorkerProcess(loadConfig());
