@@ -132,7 +132,7 @@ describe('.dockerignore', () => {
   };
 
   it('keeps local state and build output out of the context', () => {
-    for (const p of ['node_modules', 'dist', '.env', '.data', 'libs/db/generated', '.git']) expect({ p, ignored: ignored(p) }).toEqual({ p, ignored: true });
+    for (const p of ['node_modules', 'scripts/node-runtime/node_modules', 'dist', '.env', '.data', 'libs/db/generated', '.git']) expect({ p, ignored: ignored(p) }).toEqual({ p, ignored: true });
   });
 
   it('keeps everything the build reads', () => {
