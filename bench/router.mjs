@@ -23,6 +23,7 @@ import { closeRequests, cpuMs, deleteRedisPrefix, measureCalls, median, percenti
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { applyMigrations, createPrismaClient, dropDatabase, ensureDatabase } = await import(path.join(ROOT, 'dist/libs/db/index.js'));
 const { mintRouterToken } = await import(path.join(ROOT, 'dist/libs/auth/index.js'));
+const { SERVICE_NODE_FLAGS } = await import(path.join(ROOT, 'dist/libs/runtime/index.js'));
 
 const DELAY_MS = Number(process.env.BENCH_PROVIDER_DELAY_MS ?? 50);
 const REQUESTS_SERIAL = Number(process.env.BENCH_REQUESTS_SERIAL ?? 300);
@@ -59,7 +60,7 @@ const token = await mintRouterToken(SECRET, account.id);
 
 // BENCH_API_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the API under load.
 const apiArgs = (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean);
-const api = spawn(process.execPath, [...apiArgs, path.join(ROOT, 'dist/apps/api/src/main.js')], {
+const api = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...apiArgs, path.join(ROOT, 'dist/apps/api/src/main.js')], {
   cwd: ROOT,
   env: {
     PATH: process.env.PATH,

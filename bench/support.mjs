@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 export const ROOT = new URL('..', import.meta.url).pathname;
 const { dropDatabase: dropBenchDatabase } = await import(`${ROOT}dist/libs/db/index.js`);
 const { deletePrefixedKeys } = await import(`${ROOT}dist/libs/jobs/index.js`);
+const { SERVICE_NODE_FLAGS } = await import(`${ROOT}dist/libs/runtime/index.js`);
 const PG = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 
 export function benchEnv(extra = {}) {
@@ -51,7 +52,7 @@ const running = new Set();
 process.on('exit', () => running.forEach((child) => child.kill('SIGKILL')));
 
 export function start(entry, env, readyMessage = 'listening') {
-  const child = spawn(process.execPath, [`${ROOT}dist/${entry}`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, `${ROOT}dist/${entry}`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   child.once('exit', () => running.delete(child));
   return new Promise((resolve, reject) => {

@@ -18,12 +18,16 @@ if [ "$#" -eq 0 ]; then
   exit 64
 fi
 
+# V8 flags of the long-running roles: SERVICE_NODE_FLAGS in libs/runtime says why (a test keeps
+# the two the same).
+SERVICE_NODE_FLAGS="--scavenger-max-new-space-capacity-mb=8"
+
 role=$1
 shift
 case "$role" in
-  api)        exec node dist/apps/api/src/main.js "$@" ;;
-  worker)     exec node dist/apps/worker/src/main.js "$@" ;;
-  sim-engine) exec node dist/apps/sim-engine/src/main.js "$@" ;;
+  api)        exec node $SERVICE_NODE_FLAGS dist/apps/api/src/main.js "$@" ;;
+  worker)     exec node $SERVICE_NODE_FLAGS dist/apps/worker/src/main.js "$@" ;;
+  sim-engine) exec node $SERVICE_NODE_FLAGS dist/apps/sim-engine/src/main.js "$@" ;;
   migrate)    exec node dist/libs/db/migrate-cli.js "$@" ;;
   admin)      exec node dist/apps/admin/src/main.js "$@" ;;
   node|sh)    exec "$role" "$@" ;;

@@ -3,6 +3,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { SERVICE_NODE_FLAGS } from '#libs/runtime';
 
 const env = process.env;
 const enginePort = env.SIM_ENGINE_PORT ?? '8188';
@@ -10,7 +11,7 @@ const apiPort = env.API_PORT ?? '8080';
 const children = [];
 
 function start(name, entry, extra) {
-  const child = spawn(process.execPath, [entry], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, entry], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   const ready = new Promise((resolve, reject) => {
     const onLine = (line) => {

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { ROLE_ENTRIES, ROOT, read, sourceExists } from './support.js';
+import { SERVICE_NODE_FLAGS } from '#libs/runtime';
 
 interface Instruction {
   op: string;
@@ -171,15 +172,19 @@ describe('docker/entrypoint.sh', () => {
 
   it('handles exactly the image roles', () => {
     const script = read('docker/entrypoint.sh');
-    const labels = [...script.matchAll(/^\s*([a-z-]+)\)\s+exec node (\S+)/gm)].map((m) => [m[1], m[2]]);
+    const labels = [...script.matchAll(/^\s*([a-z-]+)\)\s+exec node (?:\$SERVICE_NODE_FLAGS )?(\S+)/gm)].map((m) => [m[1], m[2]]);
     expect(Object.fromEntries(labels)).toEqual(ROLE_ENTRIES);
   });
+
+  // The services get the V8 flags every other launcher gives them; one-off commands do not need them.
+  const SERVICES = ['api', 'worker', 'sim-engine'];
 
   it.each(Object.entries(ROLE_ENTRIES))('runs %s as node %s from the application root, passing arguments on', (role, entry) => {
     const result = run([role, 'accounts', 'list', '--json']);
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
-    expect(result.stdout.trim().split('\n')).toEqual([path.resolve(ROOT), entry, 'accounts', 'list', '--json']);
+    const flags = SERVICES.includes(role) ? SERVICE_NODE_FLAGS : [];
+    expect(result.stdout.trim().split('\n')).toEqual([path.resolve(ROOT), ...flags, entry, 'accounts', 'list', '--json']);
   });
 
   it('refuses an unknown role and a missing one with a usage message', () => {

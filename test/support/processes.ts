@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { SERVICE_NODE_FLAGS } from '#libs/runtime';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -24,7 +25,7 @@ export async function startProcess(
   env: Record<string, string>,
   options: { readyTimeoutMs?: number; readyMessage?: string } = {},
 ): Promise<RunningProcess> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', entry)], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.join(ROOT, 'dist', entry)], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
