@@ -120,7 +120,11 @@ export async function deleteAssetsAndOrphanBlobs(db: Db, store: BlobStore, asset
   if (assetIds.length === 0) return 0;
   const assets = await db.asset.findMany({ where: { id: { in: assetIds } }, select: { id: true, blobHash: true } });
   const byBlob = new Map<string, string[]>();
-  for (const { id, blobHash } of assets) byBlob.set(blobHash, [...(byBlob.get(blobHash) ?? []), id]);
+  for (const { id, blobHash } of assets) {
+    const ids = byBlob.get(blobHash);
+    if (ids) ids.push(id);
+    else byBlob.set(blobHash, [id]);
+  }
   const blobs = [...byBlob];
   let deleted = 0;
   let failed = false;

@@ -142,9 +142,8 @@ export class Sweeper {
    * limit long after they were due.
    */
   private async expireDeadlines(now: Date): Promise<number> {
-    const until = Date.now() + PURGE_BUDGET_MS;
     let count = 0;
-    while (Date.now() < until) {
+    await inBatches(async () => {
       const late = await this.db.$queryRaw<LateJob[]>(lateJobsQuery(now, new Date(now.getTime() - this.options.deadlineGraceMs), PURGE_BATCH));
       for (const job of late) {
         const done = await finishJob(
@@ -166,8 +165,8 @@ export class Sweeper {
           await this.status(job.id, job.account_id, 'expired');
         }
       }
-      if (late.length < PURGE_BATCH) break;
-    }
+      return late.length;
+    });
     return count;
   }
 
@@ -177,26 +176,30 @@ export class Sweeper {
    * with thousands of submissions a second, and a pass still ends within seconds.
    */
   private async purgeRetention(now: Date): Promise<{ jobs: number; assets: number }> {
-    const until = Date.now() + PURGE_BUDGET_MS;
     let jobs = 0;
     let assets = 0;
-    while (Date.now() < until) {
+    await inBatches(async () => {
       const ids = (await this.db.job.findMany({ where: { expiresAt: { lt: now } }, select: { id: true }, take: PURGE_BATCH })).map((j) => j.id);
-      if (ids.length > 0) {
-        const owned = await this.db.asset.findMany({ where: { jobId: { in: ids } }, select: { id: true } });
-        assets += await deleteAssetsAndOrphanBlobs(this.db, this.store, owned.map((a) => a.id));
-        jobs += (await this.db.job.deleteMany({ where: { id: { in: ids } } })).count;
-        await Promise.all(ids.map((id) => this.events.drop(id)));
-      }
-      if (ids.length < PURGE_BATCH) break;
-    }
-    while (Date.now() < until) {
+      if (ids.length === 0) return 0;
+      const owned = await this.db.asset.findMany({ where: { jobId: { in: ids } }, select: { id: true } });
+      assets += await deleteAssetsAndOrphanBlobs(this.db, this.store, owned.map((a) => a.id));
+      jobs += (await this.db.job.deleteMany({ where: { id: { in: ids } } })).count;
+      await Promise.all(ids.map((id) => this.events.drop(id)));
+      return ids.length;
+    });
+    await inBatches(async () => {
       const ids = (await this.db.asset.findMany({ where: { expiresAt: { lt: now }, jobId: null }, select: { id: true }, take: PURGE_BATCH })).map((a) => a.id);
       assets += await deleteAssetsAndOrphanBlobs(this.db, this.store, ids);
-      if (ids.length < PURGE_BATCH) break;
-    }
+      return ids.length;
+    });
     return { jobs, assets };
   }
+}
+
+/** Runs `batch` (it returns how many items it found) until one finds less than a full batch, or the budget is spent. */
+async function inBatches(batch: () => Promise<number>): Promise<void> {
+  const until = Date.now() + PURGE_BUDGET_MS;
+  while (Date.now() < until && (await batch()) >= PURGE_BATCH);
 }
 
 interface LateJob {
