@@ -32,6 +32,9 @@ export const ENV_DEFAULTS = {
   HTTP_REQUEST_TIMEOUT_MS: '120000',
   // How often the server looks for clients past those deadlines.
   HTTP_TIMEOUT_CHECK_MS: '2000',
+  // On SIGTERM the API lets requests in flight (router calls above all) finish for this long, then
+  // they stop waiting and the process exits. Keep it under the orchestrator's grace period.
+  API_SHUTDOWN_GRACE_MS: '20000',
   STORAGE_DRIVER: 'local',
   STORAGE_DIR: '.data/blobs',
   S3_ENDPOINT: '',
@@ -114,6 +117,7 @@ const schema = z.object({
   HTTP_HEADERS_TIMEOUT_MS: int(100, 3_600_000),
   HTTP_REQUEST_TIMEOUT_MS: int(100, 24 * 3_600_000),
   HTTP_TIMEOUT_CHECK_MS: int(10, 60_000),
+  API_SHUTDOWN_GRACE_MS: int(0, 600_000),
   STORAGE_DRIVER: z.enum(['local', 's3']),
   STORAGE_DIR: z.string().min(1),
   S3_ENDPOINT: optionalUrl,
@@ -155,7 +159,7 @@ export interface Config {
   databasePreparedStatements: boolean;
   redisUrl: string;
   redisPrefix: string;
-  api: { host: string; port: number; publicUrl: string; basePath: string; trustProxyHops: number };
+  api: { host: string; port: number; publicUrl: string; basePath: string; trustProxyHops: number; shutdownGraceMs: number };
   surface: Surface;
   deploymentDomain: string;
   selfHostedToken: string;
@@ -246,7 +250,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePreparedStatements: e.DATABASE_PREPARED_STATEMENTS,
     redisUrl: e.REDIS_URL,
     redisPrefix: e.REDIS_PREFIX,
-    api: { host: e.API_HOST, port: e.API_PORT, publicUrl: e.PUBLIC_URL.replace(/\/$/, ''), basePath: e.BASE_PATH, trustProxyHops: e.TRUST_PROXY_HOPS },
+    api: {
+      host: e.API_HOST,
+      port: e.API_PORT,
+      publicUrl: e.PUBLIC_URL.replace(/\/$/, ''),
+      basePath: e.BASE_PATH,
+      trustProxyHops: e.TRUST_PROXY_HOPS,
+      shutdownGraceMs: e.API_SHUTDOWN_GRACE_MS,
+    },
     surface: e.SURFACE,
     deploymentDomain: e.DEPLOYMENT_DOMAIN,
     selfHostedToken: e.SELF_HOSTED_TOKEN,

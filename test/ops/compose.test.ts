@@ -157,6 +157,8 @@ describe('docker-compose.yml', () => {
     const url = healthUrl(api)!;
     expect(urlPort(url)).toBe(port);
     expect(apiHealthPaths().has(new URL(url).pathname)).toBe(true);
+    // Requests in flight get their grace, and a second more to leave, before Compose kills the api.
+    expect(parseDuration(api.stop_grace_period ?? '10s')).toBeGreaterThanOrEqual(Number(e.API_SHUTDOWN_GRACE_MS ?? ENV_DEFAULTS.API_SHUTDOWN_GRACE_MS) + 5_000);
   });
 
   it('connects each worker to its own engine on the port that engine listens on', () => {

@@ -172,6 +172,17 @@ describe('k8s/ (kubectl apply -k k8s/)', () => {
     expect(api.spec.template.metadata.labels['app.kubernetes.io/name']).toBe('comfy-cloud-api');
   });
 
+  it('lets the api finish requests in flight within the pod\'s grace, after its preStop pause', () => {
+    const pod = api.spec.template.spec;
+    const c = container(api, 'api');
+    const graceMs = Number(containerEnv(c, api.metadata.name).API_SHUTDOWN_GRACE_MS);
+    expect(graceMs).toBe(Number(ENV_DEFAULTS.API_SHUTDOWN_GRACE_MS));
+    const pause = c.lifecycle?.preStop?.exec?.command ?? [];
+    expect(pause[0]).toBe('sleep');
+    // The pause, the grace, a second for the last answers and the close of the connections to the stores.
+    expect((pod.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThanOrEqual(Number(pause[1]) * 1000 + graceMs + 5_000);
+  });
+
   it('routes the Service, Ingress, HPA and PDB to the api pods, with stream-friendly proxy settings', () => {
     const labels = api.spec.template.metadata.labels;
     const matches = (selector: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);

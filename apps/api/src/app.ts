@@ -5,6 +5,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { Config } from '#libs/config';
 import { mountBrowserPages } from './admin-ui/index.js';
 import { AppModule } from './app.module.js';
+import { Draining } from './core/draining.js';
 import { fastifyOptions, installHttpHooks } from './http/fastify-setup.js';
 import { installJsonDepthLimit } from './http/json-body.js';
 
@@ -16,7 +17,7 @@ export async function createApi(config: Config): Promise<NestFastifyApplication>
     bufferLogs: false,
   });
   const fastify = app.getHttpAdapter().getInstance();
-  installHttpHooks(fastify);
+  installHttpHooks(fastify, app.get(Draining));
   installJsonDepthLimit(app, config.maxJsonBodyBytes);
   await app.register(multipart, {
     // Text fields are held in memory: 100 of at most 64 KiB each bound what one upload can make us keep.

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { hashApiKey, looksLikeApiKey } from '#libs/auth';
 import type { Config } from '#libs/config';
@@ -18,7 +18,7 @@ export function authChangedChannel(prefix: string): string {
  * change, which empties every replica's cache at once, so a revoked key stops working immediately.
  */
 @Injectable()
-export class ApiKeyAuthService implements OnModuleInit, OnModuleDestroy {
+export class ApiKeyAuthService implements OnModuleInit, OnApplicationShutdown {
   private readonly cache = new Map<string, { account: Account | null; until: number }>();
   private subscriber: Redis | null = null;
 
@@ -37,7 +37,8 @@ export class ApiKeyAuthService implements OnModuleInit, OnModuleDestroy {
     await this.subscriber.subscribe(authChangedChannel(this.config.redisPrefix)).catch(() => undefined);
   }
 
-  onModuleDestroy(): void {
+  // Closed only once the HTTP server has drained: requests in flight during a stop still use it.
+  onApplicationShutdown(): void {
     this.subscriber?.disconnect();
   }
 

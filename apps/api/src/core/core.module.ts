@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
 import { createPrismaClient, type Db } from '#libs/db';
 import { createBlobStore } from '#libs/storage';
+import { Draining } from './draining.js';
 import { BLOB_STORE, CONFIG, DB, REDIS } from './tokens.js';
 
 /** Process-wide resources, built once from the validated configuration. */
@@ -28,13 +29,15 @@ export class CoreModule implements OnApplicationShutdown {
             new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 2, lazyConnect: false, enableAutoPipelining: true }),
         },
         { provide: BLOB_STORE, useFactory: () => createBlobStore(config) },
+        Draining,
       ],
-      exports: [CONFIG, DB, REDIS, BLOB_STORE],
+      exports: [CONFIG, DB, REDIS, BLOB_STORE, Draining],
     };
   }
 
+  // Last of all (Nest stops the global module after the others): everything else is done with them.
   async onApplicationShutdown(): Promise<void> {
     await this.db.$disconnect();
-    this.redis.disconnect();
+    await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }

@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import { LogController, type FastifyHttpOptions, type FastifyInstance } from 'fastify';
 import type { Config } from '#libs/config';
 import { httpRequestObserved } from '#libs/metrics';
+import type { Draining } from '../core/draining.js';
 import { deploymentRewriter } from '../surface/request-scope.js';
 import { frameworkErrorShape, rejectMalformedClient, sendError } from './error-body.js';
 
@@ -53,6 +54,10 @@ export function fastifyOptions(config: Config): FastifyHttpOptions<Server> {
       return logger.child(jobId ? { ...bindings, job_id: jobId } : bindings, options);
     },
     keepAliveTimeout: 65_000,
+    // A request that reaches a stopping replica on a kept-alive connection is served (Redis and the
+    // database are still there) and its answer closes the connection; Fastify's own 503 would not
+    // be in the error envelope.
+    return503OnClosing: false,
     logger: {
       level: config.logLevel,
       redact: {
@@ -69,9 +74,16 @@ export function fastifyOptions(config: Config): FastifyHttpOptions<Server> {
 }
 
 /** Hooks every response passes through, whichever surface served it. */
-export function installHttpHooks(fastify: FastifyInstance): void {
+export function installHttpHooks(fastify: FastifyInstance, stop: Draining): void {
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  // While the process stops, an answer closes its connection: a kept-alive idle connection would
+  // otherwise hold the stop up until the client drops it, and the client's next request belongs on
+  // another replica.
+  fastify.addHook('onSend', (_request, reply, payload, done) => {
+    if (stop.draining) reply.header('connection', 'close');
+    done(null, payload);
   });
   // Labelled by the route template (`/api/v2/jobs/:id`), never the raw URL, to keep series bounded.
   fastify.addHook('onResponse', async (request, reply) => {

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
 import { jobKeys, parsePublishedJobEvent, type AccountMessage, type PublishedJobEvent } from '#libs/jobs';
@@ -12,7 +12,7 @@ type AccountListener = (message: AccountMessage) => void;
  * WebSocket of that replica. Events published by any worker reach clients on any replica.
  */
 @Injectable()
-export class EventFanout implements OnModuleInit, OnModuleDestroy {
+export class EventFanout implements OnModuleInit, OnApplicationShutdown {
   private readonly subscriber: Redis;
   private readonly byJob = new Map<string, Set<JobListener>>();
   private readonly byAccount = new Map<string, Set<AccountListener>>();
@@ -47,7 +47,8 @@ export class EventFanout implements OnModuleInit, OnModuleDestroy {
     await this.subscriber.subscribe(this.keys.jobEventsChannel, this.keys.accountChannel).catch(() => undefined);
   }
 
-  onModuleDestroy(): void {
+  // Closed only once the HTTP server has drained: requests in flight during a stop still use it.
+  onApplicationShutdown(): void {
     this.subscriber.disconnect();
   }
 

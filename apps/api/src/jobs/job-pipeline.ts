@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
@@ -25,7 +25,7 @@ const POSITIONS_TTL_MS = 250;
 
 /** The job machinery the API shares with the workers: queue, dispatcher, event log, secrets vault. */
 @Injectable()
-export class JobPipeline implements OnModuleInit, OnModuleDestroy {
+export class JobPipeline implements OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
   readonly keys: JobKeys;
   readonly queue: Queue<RunPayload>;
   readonly events: JobEventLog;
@@ -64,8 +64,12 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy {
     this.sweepTimer = setInterval(() => void this.sweeper.sweep().catch(() => undefined), 5_000);
   }
 
-  async onModuleDestroy(): Promise<void> {
+  onModuleDestroy(): void {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+  }
+
+  // Submissions in flight during a stop still enqueue: the queue closes after the HTTP server.
+  async onApplicationShutdown(): Promise<void> {
     await this.queue.close().catch(() => undefined);
   }
 

@@ -1,4 +1,4 @@
-import { type CanActivate, type ExecutionContext, Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
 import { RouterTokenError, verifyRouterToken } from '#libs/auth';
@@ -38,7 +38,7 @@ function tokenExpiryMs(token: string): number {
 }
 
 @Injectable()
-export class RouterAuthService implements OnModuleInit, OnModuleDestroy {
+export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
   private readonly tokens = new Map<string, { sub: string; until: number }>();
   private readonly accounts = new Map<string, CachedAccount>();
   private subscriber: Redis | null = null;
@@ -57,7 +57,8 @@ export class RouterAuthService implements OnModuleInit, OnModuleDestroy {
     this.subscriber.subscribe(authChangedChannel(this.config.redisPrefix)).catch(() => undefined);
   }
 
-  onModuleDestroy(): void {
+  // Closed only once the HTTP server has drained: requests in flight during a stop still use it.
+  onApplicationShutdown(): void {
     this.subscriber?.disconnect();
   }
 

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Config } from '#libs/config';
 import type { Account } from '#libs/db';
+import { Draining } from '../../core/draining.js';
 import { CONFIG } from '../../core/tokens.js';
 import { toErrorShape } from '../../http/error-body.js';
 import { adapterFor, errorResult, validationResult, type GenerationResult } from '../adapters/index.js';
@@ -59,6 +60,7 @@ export class CallsService {
     private readonly limits: LimitsService,
     private readonly usage: UsageService,
     @Inject(CONFIG) private readonly config: Config,
+    private readonly stopping: Draining,
   ) {}
 
   /** Runs one call to its end; never throws, every ending is a reply and a usage record. */
@@ -132,7 +134,8 @@ export class CallsService {
 
   private deadlineReply(model: CatalogModel, keyed: boolean, handle: string | null): CallReply {
     const collectable = keyed && handle !== null && adapterFor(model.adapterKind)?.collect !== undefined;
-    const detail = `The router stopped waiting at its ${this.config.router.deadlineMs} ms deadline; nothing was rejected.${keyed ? ' Retry with the same Idempotency-Key to collect the generation instead of starting another.' : ''}`;
+    const bound = this.stopping.graceOver ? 'because this replica is shutting down' : `at its ${this.config.router.deadlineMs} ms deadline`;
+    const detail = `The router stopped waiting ${bound}; nothing was rejected.${keyed ? ' Retry with the same Idempotency-Key to collect the generation instead of starting another.' : ''}`;
     return {
       result: errorResult('deadline_exceeded', detail),
       headers: collectable ? { 'retry-after': String(Math.max(1, Math.ceil(model.pollIntervalMs / 1000))) } : {},
@@ -158,7 +161,7 @@ export class CallsService {
       }
     }
     const generation = this.start(input, model, slot, keyed !== null);
-    const ended = await raceDeadline(generation.promise, this.deadlineAt(input));
+    const ended = await raceDeadline(generation.promise, this.deadlineAt(input), this.stopping);
     const deadlineHit = ended === DEADLINE;
     const reply: CallReply = deadlineHit ? this.deadlineReply(model, keyed !== null, generation.handle) : { result: ended, headers: {} };
     void Promise.all([generation.promise, input.fate.settled]).then(([result, delivered]) => {
@@ -173,7 +176,7 @@ export class CallsService {
             accountId: input.account.id,
             modelId: model.id,
             outcome,
-            resultBucket: result.bucket,
+            resultBucket: this.abandoned(result) ? null : result.bucket,
             httpStatus: result.status,
             costCents: model.priceCents,
             charged: this.isCharged(model, result),
@@ -188,6 +191,29 @@ export class CallsService {
     return reply;
   }
 
+  /**
+   * Whether the generation was cut off because this replica is stopping, rather than ended by the
+   * provider. A keyed one stays `running` (with its handle) so that a retry elsewhere collects it,
+   * or dispatches again once it is presumed lost; results worth replaying are kept as they are.
+   */
+  private abandoned(result: GenerationResult): boolean {
+    return this.stopping.graceOver && !REPLAYABLE.has(result.bucket);
+  }
+
+  /** Aborts the provider request at its timeout, or when the stop's grace is over; release it once done. */
+  private providerBound(ms: number): { signal: AbortSignal; release(): void } {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), ms).unref();
+    const cancel = this.stopping.onGraceOver(() => controller.abort());
+    return {
+      signal: controller.signal,
+      release: () => {
+        clearTimeout(timer);
+        cancel();
+      },
+    };
+  }
+
   /** Billing rule: a finished generation is charged; a policy refusal only where the model says so. */
   private isCharged(model: CatalogModel, result: GenerationResult): boolean {
     if (result.bucket === 'success') return true;
@@ -198,9 +224,10 @@ export class CallsService {
   private start(input: CallInput, model: CatalogModel, slot: Slot, keyed: boolean): Generation {
     const adapter = adapterFor(model.adapterKind);
     const generation: Generation = { handle: null, promise: Promise.resolve(errorResult('internal_error', '')) };
+    const bound = this.providerBound(model.timeoutMs);
     const dispatched = adapter
       ? adapter.dispatch(model, input.rawBody!, {
-          signal: AbortSignal.timeout(model.timeoutMs),
+          signal: bound.signal,
           onHandle: (handle) => {
             generation.handle = handle;
             if (keyed) this.usage.track(this.usage.setHandle(input.callId, handle), `handle of ${input.callId}`);
@@ -212,13 +239,20 @@ export class CallsService {
         this.logger.error(`dispatch of ${input.callId} failed: ${err.stack ?? err.message}`);
         return errorResult('internal_error', 'The router failed while calling the provider.');
       })
-      .finally(() => this.limits.release(slot));
+      .finally(() => {
+        bound.release();
+        this.limits.release(slot);
+      });
     if (keyed) {
       this.generations.set(input.callId, generation);
       const dispatchedResult = generation.promise;
       // The key's final state is written before anyone (the caller, a joined retry) sees the result,
       // so a retry that follows a failure always finds the key free and dispatches again.
       generation.promise = dispatchedResult.then(async (result) => {
+        if (this.abandoned(result)) {
+          this.generations.delete(input.callId);
+          return result;
+        }
         await this.usage
           .completeGeneration(input.callId, input.account.id, result, model.priceCents, this.isCharged(model, result), REPLAYABLE.has(result.bucket))
           .catch((err: Error) => this.logger.error(`result of ${input.callId} not stored: ${err.message}`));
@@ -295,7 +329,7 @@ export class CallsService {
       if (row.state !== 'running') return 'dispatch';
       const generation = this.generations.get(row.id) ?? (row.providerHandle ? this.collect(model, row) : undefined);
       if (generation) {
-        const ended = await raceDeadline(generation.promise, deadlineAt);
+        const ended = await raceDeadline(generation.promise, deadlineAt, this.stopping);
         if (ended === DEADLINE) return this.deadlineReply(model, true, generation.handle);
         return { result: ended, headers: replayed };
       }
@@ -306,7 +340,7 @@ export class CallsService {
         return 'dispatch';
       }
       const remaining = deadlineAt - Date.now();
-      if (remaining <= 0) return this.deadlineReply(model, true, null);
+      if (remaining <= 0 || this.stopping.graceOver) return this.deadlineReply(model, true, null);
       await sleep(Math.min(100, remaining));
       row = await this.usage.find(row.id);
     }
@@ -320,15 +354,17 @@ export class CallsService {
     if (existing) return existing;
     const remaining = Math.max(1, row.createdAt.getTime() + model.timeoutMs - Date.now());
     const handle = row.providerHandle;
+    const bound = this.providerBound(remaining);
     const generation: Generation = {
       handle,
       promise: adapter
-        .collect(model, handle, AbortSignal.timeout(remaining))
+        .collect(model, handle, bound.signal)
         .catch((err: Error) => {
           this.logger.error(`collecting ${row.id} failed: ${err.stack ?? err.message}`);
           return errorResult('internal_error', 'The router failed while collecting the generation.');
         })
         .then(async (result) => {
+          if (this.abandoned(result)) return result;
           const first = await this.usage.completeGeneration(row.id, row.accountId, result, row.costCents, this.isCharged(model, result), REPLAYABLE.has(result.bucket));
           if (first) return result;
           // Another collector stored it first: everyone returns that one.
@@ -338,19 +374,28 @@ export class CallsService {
           }
           return result;
         })
-        .finally(() => this.generations.delete(row.id)),
+        .finally(() => {
+          bound.release();
+          this.generations.delete(row.id);
+        }),
     };
     this.generations.set(row.id, generation);
     return generation;
   }
 }
 
-function raceDeadline<T>(promise: Promise<T>, at: number): Promise<T | typeof DEADLINE> {
+/** The promise's value, or DEADLINE once `at` (epoch ms) passes or the stop's grace is over, whichever is first. */
+function raceDeadline<T>(promise: Promise<T>, at: number, stopping: Draining): Promise<T | typeof DEADLINE> {
   const ms = at - Date.now();
-  if (ms <= 0) return Promise.resolve(DEADLINE);
+  if (ms <= 0 || stopping.graceOver) return Promise.resolve(DEADLINE);
   let timer: NodeJS.Timeout | undefined;
+  let cancel: () => void = () => undefined;
   const deadline = new Promise<typeof DEADLINE>((resolve) => {
     timer = setTimeout(() => resolve(DEADLINE), ms);
+    cancel = stopping.onGraceOver(() => resolve(DEADLINE));
   });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, deadline]).finally(() => {
+    clearTimeout(timer);
+    cancel();
+  });
 }

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
 import type { Account } from '#libs/db';
@@ -26,7 +26,7 @@ export interface Slot {
 }
 
 @Injectable()
-export class LimitsService implements OnModuleInit, OnModuleDestroy {
+export class LimitsService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('RouterLimits');
   private readonly redis: LimitCommands;
   /** Slots this process holds, by account: what the renewal timer extends. */
@@ -66,9 +66,10 @@ export class LimitsService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  onModuleDestroy(): void {
+  // Not before the HTTP server has drained: calls that finish during a stop release their slots.
+  async onApplicationShutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    this.redis.disconnect();
+    await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
   private keys(accountId: string): [string, string, string] {

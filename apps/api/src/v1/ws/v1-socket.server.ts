@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type BeforeApplicationShutdown, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Config } from '#libs/config';
@@ -37,7 +37,7 @@ function reject(socket: Duplex, status: number, code: string, message: string, h
  * share one feed; messages reach them from any worker through Redis, so any replica will do.
  */
 @Injectable()
-export class V1SocketServer implements OnModuleInit, OnModuleDestroy {
+export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_INCOMING_FRAME, perMessageDeflate: false, clientTracking: false });
   private readonly feeds = new Map<string, AccountFeed>();
   private readonly clients = new Set<ClientSocket>();
@@ -74,6 +74,14 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy {
   onModuleDestroy(): void {
     this.server?.off('upgrade', this.onUpgrade);
     if (this.pinger) clearInterval(this.pinger);
+  }
+
+  /** The replica is stopping: 1012 (service restart) tells clients to reconnect, to another replica. */
+  beforeApplicationShutdown(): void {
+    for (const c of this.clients) c.close(1012, 'server restarting');
+  }
+
+  onApplicationShutdown(): void {
     for (const c of this.clients) c.ws.terminate();
     for (const feed of this.feeds.values()) feed.close();
     this.feeds.clear();

@@ -4,6 +4,7 @@ import type { Config } from '#libs/config';
 import { isTerminal } from '#libs/contracts';
 import type { Account, Db } from '#libs/db';
 import { compareStreamIds, isStreamId, type StoredJobEvent } from '#libs/jobs';
+import type { Draining } from '../../core/draining.js';
 import type { EventFanout } from '../../jobs/event-fanout.js';
 import type { JobPipeline } from '../../jobs/job-pipeline.js';
 import type { JobViews } from '../../jobs/job-views.service.js';
@@ -16,6 +17,8 @@ export interface StreamDeps {
   fanout: EventFanout;
   views: JobViews;
   limits: AccountLimits;
+  /** When this replica begins to stop, the stream ends and its client resumes elsewhere. */
+  draining: Draining;
 }
 
 /**
@@ -25,7 +28,7 @@ export interface StreamDeps {
  * nothing is sent twice or lost in between. The stream ends after the terminal status.
  */
 export async function streamJobEvents(deps: StreamDeps, account: Account, jobId: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const { db, config, pipeline, fanout, views, limits } = deps;
+  const { db, config, pipeline, fanout, views, limits, draining } = deps;
   await views.find(account.id, jobId);
   const header = request.headers['last-event-id'];
   const resumeFrom = typeof header === 'string' && isStreamId(header.trim()) ? header.trim() : null;
@@ -113,13 +116,20 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
       }
     }).catch(() => undefined);
   }, 1000);
+  let undrain: () => void = () => undefined;
   function cleanup() {
+    undrain();
     clearInterval(keepalive);
     clearInterval(positions);
     unsubscribe();
     void slot.close().catch(() => undefined);
   }
   raw.on('close', finish);
+  // Closing the connection too sends the client's reconnection (with Last-Event-ID) elsewhere.
+  undrain = draining.onDraining(() => {
+    finish();
+    request.raw.socket?.end();
+  });
 
   try {
     // The row is read before the log: the log is then at least as new, and its own latest status

@@ -5,6 +5,7 @@ import { ApiError, isTerminal, type JobView } from '#libs/contracts';
 import type { Account, Db } from '#libs/db';
 import { toV2NodeErrors } from '#libs/workflow';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
+import { Draining } from '../../core/draining.js';
 import { CONFIG, DB } from '../../core/tokens.js';
 import { JobDocs } from '../../docs/index.js';
 import { requireJsonObject } from '../../http/json-body.js';
@@ -34,6 +35,7 @@ export class JobsController {
     private readonly fanout: EventFanout,
     private readonly limits: AccountLimits,
     private readonly deployments: DeploymentsService,
+    private readonly stopping: Draining,
   ) {}
 
   @Post('api/v2/jobs')
@@ -71,19 +73,24 @@ export class JobsController {
     return this.views.renderCreated(submitted.job, request, wait !== undefined);
   }
 
-  /** Holds the response until the job ends or the time passes, whichever comes first. */
+  /**
+   * Holds the response until the job ends or the time passes, whichever comes first. A replica
+   * that is stopping answers at once: the job as it stands, which the client then polls.
+   */
   private async waitForEnd(jobId: string, status: string, ms: number): Promise<void> {
-    if (isTerminal(status) || ms <= 0) return;
+    if (isTerminal(status) || ms <= 0 || this.stopping.draining) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms);
       const stop = this.fanout.onJob(jobId, (e) => {
         if (e.event === 'status' && isTerminal((JSON.parse(e.data) as { status: string }).status)) done();
       });
+      const undrain = this.stopping.onDraining(done);
       // The job may have ended between submission and subscription.
       void this.db.job.findUnique({ where: { id: jobId }, select: { status: true } }).then((j) => j && isTerminal(j.status) && done());
       function done() {
         clearTimeout(timer);
         stop();
+        undrain();
         resolve();
       }
     });
@@ -121,7 +128,7 @@ export class JobsController {
   @JobDocs.events()
   async events(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const { db, config, pipeline, fanout, views, limits } = this;
-    await streamJobEvents({ db, config, pipeline, fanout, views, limits }, account, id, request, reply);
+    await streamJobEvents({ db, config, pipeline, fanout, views, limits, draining: this.stopping }, account, id, request, reply);
   }
 
   @Post('api/v2/jobs/:id/cancel')
