@@ -4,7 +4,8 @@ import { decodePng, encodePng, pngChunk } from '../../apps/api/src/v1/images/png
 import { applyMaskAlpha } from '../../apps/api/src/v1/images/mask.js';
 import { parseFileValue } from '../../apps/api/src/v1/files/file-names.js';
 import { cloudExceptionType, v1Status } from '../../apps/api/src/v1/jobs/v1-status.js';
-import { ClientSocket, MAX_BUFFERED_BYTES, PREVIEW_DROP_BYTES } from '../../apps/api/src/v1/ws/client-socket.js';
+import { MAX_BUFFERED_BYTES, PREVIEW_DROP_BYTES } from '../../apps/api/src/jobs/slow-readers.js';
+import { ClientSocket } from '../../apps/api/src/v1/ws/client-socket.js';
 
 
 /** A PNG from already-filtered scanlines (filter byte 0 each), any colour type and depth. */

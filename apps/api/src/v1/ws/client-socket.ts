@@ -1,9 +1,5 @@
 import type { WebSocket } from 'ws';
-
-/** Past this much unsent data a socket gets no more previews (they are the bulk and expendable). */
-export const PREVIEW_DROP_BYTES = 1 << 20;
-/** Past this much unsent data the client is not keeping up at all: it is closed with 1008. */
-export const MAX_BUFFERED_BYTES = 8 << 20;
+import { MAX_BUFFERED_BYTES, PREVIEW_DROP_BYTES } from '../../jobs/slow-readers.js';
 const INCOMING_PER_10S = 200;
 
 /** One client's WebSocket, with the flags it declared and a bound on the memory it may hold. */

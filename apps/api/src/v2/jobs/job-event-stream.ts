@@ -9,6 +9,7 @@ import type { EventFanout } from '../../jobs/event-fanout.js';
 import type { JobPipeline } from '../../jobs/job-pipeline.js';
 import type { JobViews } from '../../jobs/job-views.service.js';
 import type { AccountLimits } from '../../limits/index.js';
+import { SseSink } from './sse-sink.js';
 
 export interface StreamDeps {
   db: Db;
@@ -54,8 +55,10 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
   // Followed from the status events this stream relays, so only a waiting job's stream polls.
   let knownStatus: string | null = null;
 
-  const write = (text: string) => {
-    if (!ended && !raw.destroyed) raw.write(text);
+  const sink = new SseSink(raw);
+  // A client too far behind is cut off (the close event then finishes the stream).
+  const write = (text: string, expendable = false) => {
+    if (!ended) sink.write(text, expendable);
   };
   const finish = () => {
     if (ended) return;
@@ -65,7 +68,7 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
   };
   const send = async (id: string, event: string, data: string) => {
     const body = event === 'output' ? JSON.stringify(await views.outputEventView(JSON.parse(data) as Record<string, unknown>, request)) : data;
-    write(`id: ${id}\nevent: ${event}\ndata: ${body}\n\n`);
+    write(`id: ${id}\nevent: ${event}\ndata: ${body}\n\n`, event === 'preview');
     if (event !== 'status') return;
     knownStatus = (JSON.parse(data) as { status?: string }).status ?? null;
     if (isTerminal(knownStatus ?? '')) finish();
