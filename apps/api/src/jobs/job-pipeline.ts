@@ -20,6 +20,7 @@ import {
 import type { BlobStore } from '#libs/storage';
 import type { NodeDefinitions } from '#libs/workflow';
 import { BLOB_STORE, CONFIG, DB, REDIS } from '../core/tokens.js';
+import { JobStatusReads } from './status-reads.js';
 
 const POSITIONS_TTL_MS = 250;
 
@@ -33,6 +34,8 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy, OnApplication
   readonly registry: WorkerRegistry;
   readonly dispatcher: Dispatcher;
   readonly definitions: NodeDefinitionsCache<NodeDefinitions>;
+  /** Job statuses for the event streams that poll, read together. */
+  readonly statusReads: JobStatusReads;
   private readonly sweeper: Sweeper;
   private positions: { at: number; map: Promise<Map<string, number>> } | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
@@ -52,6 +55,7 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy, OnApplication
     this.registry = new WorkerRegistry(redis, this.keys);
     this.dispatcher = new Dispatcher(db, redis, this.queue, this.registry, this.keys);
     this.definitions = new NodeDefinitionsCache<NodeDefinitions>(redis, this.keys);
+    this.statusReads = new JobStatusReads(db);
     this.sweeper = new Sweeper(db, redis, this.queue, this.registry, this.dispatcher, this.events, store, this.keys, {
       creditsPerSecond: config.jobs.creditsPerSecond,
       maxAttempts: config.jobs.maxAttempts,

@@ -98,7 +98,7 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
     const waiting = knownStatus === null || knownStatus === 'queued';
     if (!waiting && ++ticks % 10 !== 0) return;
     chain = chain.then(async () => {
-      const job = await db.job.findUnique({ where: { id: jobId }, select: { status: true, createdAt: true } });
+      const job = await pipeline.statusReads.read(jobId);
       if (!job || ended) return;
       if (isTerminal(job.status) && !waiting) {
         // Whatever the log holds that live delivery has not brought yet, then the ending itself.
