@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnApplicationShutdown, type OnModuleDestroy, t
 import type { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
-import type { Db } from '#libs/db';
+import type { Db, Job } from '#libs/db';
 import {
   Dispatcher,
   ExtraDataVault,
@@ -20,7 +20,7 @@ import {
 import type { BlobStore } from '#libs/storage';
 import type { NodeDefinitions } from '#libs/workflow';
 import { BLOB_STORE, CONFIG, DB, REDIS } from '../core/tokens.js';
-import { JobStatusReads } from './status-reads.js';
+import { BatchedReads } from './batched-reads.js';
 
 const POSITIONS_TTL_MS = 250;
 
@@ -34,8 +34,14 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy, OnApplication
   readonly registry: WorkerRegistry;
   readonly dispatcher: Dispatcher;
   readonly definitions: NodeDefinitionsCache<NodeDefinitions>;
-  /** Job statuses for the event streams that poll, read together. */
-  readonly statusReads: JobStatusReads;
+  /**
+   * Job statuses for the event streams that poll (each waiting job's stream every second; an
+   * enterprise account may hold 5,000), read together: at most a hundred queries a second, a
+   * gathering delay a once-a-second poll does not notice, and a parameter count Postgres accepts.
+   */
+  readonly statusReads: BatchedReads<Pick<Job, 'status' | 'createdAt'>>;
+  /** Positions of brand-new jobs, counted together (see `queuePositions`). */
+  private readonly freshPositionReads: BatchedReads<number>;
   private readonly sweeper: Sweeper;
   private positions: { at: number; map: Promise<Map<string, number>> } | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
@@ -55,7 +61,12 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy, OnApplication
     this.registry = new WorkerRegistry(redis, this.keys);
     this.dispatcher = new Dispatcher(db, redis, this.queue, this.registry, this.keys);
     this.definitions = new NodeDefinitionsCache<NodeDefinitions>(redis, this.keys);
-    this.statusReads = new JobStatusReads(db);
+    this.statusReads = new BatchedReads<Pick<Job, 'status' | 'createdAt'>>(
+      async (ids) => new Map((await db.job.findMany({ where: { id: { in: ids } }, select: { id: true, status: true, createdAt: true } })).map((job) => [job.id, job])),
+      { gatherMs: 10, maxIds: 1_000 },
+    );
+    // No cap on the ids: those of one response must be counted by the same query.
+    this.freshPositionReads = new BatchedReads((ids) => queuePositionsOf(db, ids));
     this.sweeper = new Sweeper(db, redis, this.queue, this.registry, this.dispatcher, this.events, store, this.keys, {
       creditsPerSecond: config.jobs.creditsPerSecond,
       maxAttempts: config.jobs.maxAttempts,
@@ -133,32 +144,11 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy, OnApplication
   }
 
   private rankingMs = 0;
-  private freshIds: { id: string; resolve: (pos: number | null) => void; reject: (e: unknown) => void }[] = [];
-  private freshQuery: Promise<void> | null = null;
 
-  /**
-   * Fresh counts share queries, one at a time: ids arriving while one runs wait for the next, so
-   * a slower query (a longer queue) means larger batches, not more queries. The ids of one call
-   * are queued together, so they are always counted by the same query.
-   */
+  /** Fresh counts share queries (BatchedReads): a longer queue means larger batches, not more queries. */
   private async freshPositions(jobIds: string[]): Promise<Map<string, number>> {
-    const waits = jobIds.map((id) => new Promise<number | null>((resolve, reject) => this.freshIds.push({ id, resolve, reject })));
-    if (!this.freshQuery) this.freshQuery = new Promise<void>((r) => setImmediate(r)).then(() => this.runFreshQueries());
-    const positions = await Promise.all(waits);
+    const positions = await Promise.all(jobIds.map((id) => this.freshPositionReads.read(id)));
     // A job no longer waiting (started meanwhile) has no position.
     return new Map(jobIds.flatMap((id, i) => (positions[i] === null ? [] : [[id, positions[i]!] as const])));
-  }
-
-  private async runFreshQueries(): Promise<void> {
-    while (this.freshIds.length > 0) {
-      const batch = this.freshIds.splice(0);
-      try {
-        const found = await queuePositionsOf(this.db, batch.map((b) => b.id));
-        batch.forEach((b) => b.resolve(found.get(b.id) ?? null));
-      } catch (err) {
-        batch.forEach((b) => b.reject(err));
-      }
-    }
-    this.freshQuery = null;
   }
 }
