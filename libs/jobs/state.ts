@@ -6,7 +6,9 @@ export const ACTIVE_STATUSES: JobStatus[] = ['queued', 'running', 'canceling'];
 const ALLOWED: Record<JobStatus, JobStatus[]> = {
   queued: ['running', 'canceled', 'expired', 'failed'],
   running: ['running', 'canceling', 'succeeded', 'failed', 'expired', 'canceled', 'queued'],
-  canceling: ['canceled', 'succeeded', 'failed', 'expired'],
+  // The contract's state table: a job whose cancel was accepted ends canceled, whatever its run's
+  // own ending (a success or failure that raced the interrupt, its deadline): see finishJob.
+  canceling: ['canceled'],
   succeeded: [],
   canceled: [],
   failed: [],
@@ -65,9 +67,9 @@ export async function finishJob(
   now = new Date(),
   guard: { workerId?: string } = {},
 ): Promise<Job | null> {
-  const from = outcome.status === 'canceled' || outcome.status === 'expired' || outcome.status === 'failed' || outcome.status === 'succeeded'
-    ? (['running', 'canceling', 'queued'] as JobStatus[]).filter((f) => canTransition(f, outcome.status))
-    : [];
+  const terminal = outcome.status === 'canceled' || outcome.status === 'expired' || outcome.status === 'failed' || outcome.status === 'succeeded';
+  // Any ending of a canceling job makes it canceled (below), so canceling is always a start.
+  const from = terminal ? (['running', 'canceling', 'queued'] as JobStatus[]).filter((f) => f === 'canceling' || canTransition(f, outcome.status)) : [];
   if (from.length === 0) return null;
   const error = outcome.error ? JSON.stringify(outcome.error) : null;
   const log = outcome.log ?? null;
@@ -75,11 +77,11 @@ export async function finishJob(
   const rows = await db.$queryRaw<Record<string, unknown>[]>`
     WITH done AS (
       UPDATE jobs SET
-        status = ${outcome.status}::"JobStatus",
+        status = CASE WHEN status = 'canceling' THEN 'canceled' ELSE ${outcome.status}::"JobStatus" END,
         completed_at = ${now},
         execution_ms = CASE WHEN started_at IS NULL THEN NULL
                             ELSE greatest(0, floor(extract(epoch FROM (${now}::timestamptz - started_at)) * 1000))::int END,
-        error = coalesce(${error}::jsonb, error),
+        error = CASE WHEN status = 'canceling' THEN error ELSE coalesce(${error}::jsonb, error) END,
         progress = coalesce(${progress}::jsonb, progress),
         charged_credits = CASE WHEN started_at IS NULL THEN 0
                                ELSE ceil(greatest(0, extract(epoch FROM (${now}::timestamptz - started_at))))::bigint * ${creditsPerSecond} END,

@@ -128,7 +128,7 @@ export class Sweeper {
       );
       if (done) {
         lost++;
-        await this.status(job.id, job.accountId, 'failed');
+        await this.status(job.id, job.accountId, done.status);
       }
     }
     return { requeued, lost };
@@ -162,7 +162,8 @@ export class Sweeper {
           count++;
           await this.redis.set(this.keys.cancelFlag(job.id), 'expired', 'EX', 3600);
           await this.redis.publish(this.keys.cancelChannel, job.id);
-          await this.status(job.id, job.account_id, 'expired');
+          // A job canceling meanwhile ends canceled, not expired (finishJob).
+          await this.status(job.id, job.account_id, done.status);
         }
       }
       return late.length;
