@@ -13,7 +13,7 @@ import type { WorkerRegistry } from './worker-registry.js';
 
 // Jobs (or assets) expired or deleted per statement, and the time one pass may spend on each kind.
 const PURGE_BATCH = 500;
-const PURGE_BUDGET_MS = 3_000;
+const PASS_BUDGET_MS = 3_000;
 
 export interface SweeperOptions {
   creditsPerSecond: number;
@@ -21,6 +21,11 @@ export interface SweeperOptions {
   maxAttempts: number;
   /** A running job past its deadline by this much is ended even if its worker says nothing. */
   deadlineGraceMs: number;
+  /**
+   * How long each batched step of a pass (expiring, purging) goes on taking more batches; the
+   * first batch always runs. Default 3 s: a pass still ends within seconds, the next goes on.
+   */
+  passBudgetMs?: number;
 }
 
 export interface SweepReport {
@@ -143,7 +148,7 @@ export class Sweeper {
    */
   private async expireDeadlines(now: Date): Promise<number> {
     let count = 0;
-    await inBatches(async () => {
+    await inBatches(this.options.passBudgetMs ?? PASS_BUDGET_MS, async () => {
       const late = await this.db.$queryRaw<LateJob[]>(lateJobsQuery(now, new Date(now.getTime() - this.options.deadlineGraceMs), PURGE_BATCH));
       for (const job of late) {
         const done = await finishJob(
@@ -179,7 +184,7 @@ export class Sweeper {
   private async purgeRetention(now: Date): Promise<{ jobs: number; assets: number }> {
     let jobs = 0;
     let assets = 0;
-    await inBatches(async () => {
+    await inBatches(this.options.passBudgetMs ?? PASS_BUDGET_MS, async () => {
       const ids = (await this.db.job.findMany({ where: { expiresAt: { lt: now } }, select: { id: true }, take: PURGE_BATCH })).map((j) => j.id);
       if (ids.length === 0) return 0;
       const owned = await this.db.asset.findMany({ where: { jobId: { in: ids } }, select: { id: true } });
@@ -188,7 +193,7 @@ export class Sweeper {
       await Promise.all(ids.map((id) => this.events.drop(id)));
       return ids.length;
     });
-    await inBatches(async () => {
+    await inBatches(this.options.passBudgetMs ?? PASS_BUDGET_MS, async () => {
       const ids = (await this.db.asset.findMany({ where: { expiresAt: { lt: now }, jobId: null }, select: { id: true }, take: PURGE_BATCH })).map((a) => a.id);
       assets += await deleteAssetsAndOrphanBlobs(this.db, this.store, ids);
       return ids.length;
@@ -198,9 +203,9 @@ export class Sweeper {
 }
 
 /** Runs `batch` (it returns how many items it found) until one finds less than a full batch, or the budget is spent. */
-async function inBatches(batch: () => Promise<number>): Promise<void> {
-  const until = Date.now() + PURGE_BUDGET_MS;
-  while (Date.now() < until && (await batch()) >= PURGE_BATCH);
+async function inBatches(budgetMs: number, batch: () => Promise<number>): Promise<void> {
+  const until = Date.now() + budgetMs;
+  while ((await batch()) >= PURGE_BATCH && Date.now() < until);
 }
 
 interface LateJob {

@@ -37,6 +37,8 @@ describe('sweeper', () => {
       creditsPerSecond: 1,
       maxAttempts: 2,
       deadlineGraceMs: 30_000,
+      // Time enough for every batch on a slow machine: the batching, not the speed, is under test.
+      passBudgetMs: 300_000,
     });
   });
   afterAll(async () => {
@@ -113,6 +115,23 @@ describe('sweeper', () => {
 
     expect(report?.expired).toBe(total);
     expect(await db().job.count({ where: { accountId: account.id, status: 'expired' } })).toBe(total);
+  });
+
+  it('stops taking batches when the pass has spent its time, and the next pass goes on', async () => {
+    const hurried = new Sweeper(db(), redis, queue, registry, dispatcher, events, store, keys, {
+      creditsPerSecond: 1,
+      maxAttempts: 2,
+      deadlineGraceMs: 30_000,
+      passBudgetMs: 0,
+    });
+    const account = await stack.account({ name: 'late-burst-hurried' });
+    await db().job.createMany({
+      data: Array.from({ length: 640 }, () => ({ accountId: account.id, workflow: {}, expiresAt: new Date(Date.now() + 3_600_000), queueDeadlineAt: new Date(Date.now() - 1_000) })),
+    });
+
+    expect((await hurried.sweep())?.expired).toBe(500);
+    expect((await hurried.sweep())?.expired).toBe(140);
+    expect(await db().job.count({ where: { accountId: account.id, status: 'expired' } })).toBe(640);
   });
 
   // Every replica sweeps every few seconds: finding the late jobs must cost the same whatever
