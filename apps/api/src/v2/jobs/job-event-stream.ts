@@ -73,14 +73,23 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
     knownStatus = (JSON.parse(data) as { status?: string }).status ?? null;
     if (isTerminal(knownStatus ?? '')) finish();
   };
-  const deliver = (e: StoredJobEvent) => {
-    chain = chain.then(async () => {
+  // A step that fails (the database behind an output's links, say) ends the stream: an event may
+  // be half sent, and the client's reconnection with Last-Event-ID brings everything after the
+  // last one it got. Nothing rejects past here: an unhandled rejection would stop the process.
+  const fail = (err: unknown) => {
+    if (!ended) request.log.warn({ err }, 'event stream failed');
+    finish();
+  };
+  const enqueue = (step: () => Promise<void>) => {
+    chain = chain.then(step).catch(fail);
+    return chain;
+  };
+  const deliver = (e: StoredJobEvent) =>
+    enqueue(async () => {
       if (ended || compareStreamIds(e.id, lastSent) <= 0) return;
       lastSent = e.id;
       await send(e.id, e.event, e.data);
     });
-    return chain;
-  };
 
   const unsubscribe = fanout.onJob(jobId, (e) => {
     if (live) void deliver(e);
@@ -97,12 +106,15 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
   const positions = setInterval(() => {
     const waiting = knownStatus === null || knownStatus === 'queued';
     if (!waiting && ++ticks % 10 !== 0) return;
-    chain = chain.then(async () => {
-      const job = await pipeline.statusReads.read(jobId);
+    // A read that fails is tried again at the next tick; only a failed send ends the stream.
+    void enqueue(async () => {
+      const job = await pipeline.statusReads.read(jobId).catch(() => null);
       if (!job || ended) return;
       if (isTerminal(job.status) && !waiting) {
+        const missed = await pipeline.events.since(jobId, lastSent).catch(() => null);
+        if (!missed) return;
         // Whatever the log holds that live delivery has not brought yet, then the ending itself.
-        for (const e of await pipeline.events.since(jobId, lastSent)) {
+        for (const e of missed) {
           if (ended) return;
           lastSent = e.id;
           await send(e.id, e.event, e.data);
@@ -112,12 +124,12 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
       }
       knownStatus = job.status;
       if (job.status !== 'queued') return;
-      const position = await pipeline.queuePosition(jobId, job.createdAt);
-      if (position !== lastPosition) {
+      const position = await pipeline.queuePosition(jobId, job.createdAt).catch(() => undefined);
+      if (position !== undefined && position !== lastPosition) {
         lastPosition = position;
         write(`id: ${lastSent}\nevent: status\ndata: ${JSON.stringify({ status: 'queued', queue_position: position })}\n\n`);
       }
-    }).catch(() => undefined);
+    });
   }, 1000);
   let undrain: () => void = () => undefined;
   function cleanup() {
@@ -152,7 +164,7 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
       lastPosition = current === 'queued' ? await pipeline.queuePosition(jobId, job.createdAt) : null;
       const status = JSON.stringify({ status: current, queue_position: lastPosition });
       lastSent = lastId;
-      chain = chain.then(async () => {
+      void enqueue(async () => {
         const terminal = isTerminal(current);
         if (!terminal) await send(lastId, 'status', status);
         if (progress) await send(lastId, 'progress', progress.data);

@@ -85,8 +85,12 @@ export class JobsController {
         if (e.event === 'status' && isTerminal((JSON.parse(e.data) as { status: string }).status)) done();
       });
       const undrain = this.stopping.onDraining(done);
-      // The job may have ended between submission and subscription.
-      void this.db.job.findUnique({ where: { id: jobId }, select: { status: true } }).then((j) => j && isTerminal(j.status) && done());
+      // The job may have ended between submission and subscription. If this read fails, the wait
+      // still ends with the job's event or the time; it must not reject unhandled (that stops the process).
+      void this.db.job
+        .findUnique({ where: { id: jobId }, select: { status: true } })
+        .then((j) => j && isTerminal(j.status) && done())
+        .catch(() => undefined);
       function done() {
         clearTimeout(timer);
         stop();
