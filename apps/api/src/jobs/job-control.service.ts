@@ -7,9 +7,9 @@ import { JobPipeline } from './job-pipeline.js';
 
 /**
  * Cancel, per the contract's state table: a queued job leaves the queue and is canceled at once;
- * a running job becomes `canceling` and its worker is told to interrupt the engine; canceling or
- * finished jobs are left as they are. Every step is a guarded transition, so a cancel racing a
- * worker's start or finish resolves in the database.
+ * a running job becomes `canceling` and its worker is told to interrupt the engine (told again at
+ * each further cancel while it is canceling); finished jobs are left as they are. Every step is a
+ * guarded transition, so a cancel racing a worker's start or finish resolves in the database.
  */
 @Injectable()
 export class JobControl {
@@ -40,8 +40,13 @@ export class JobControl {
           await this.pipeline.events.append(current.id, current.accountId, 'status', { status: 'canceling', queue_position: null });
           return;
         }
+      } else if (current.status === 'canceling') {
+        // Asked again: the worker is told again. The first signal may have failed after the row
+        // moved (Redis away), and nothing else would tell the worker; telling it twice is harmless.
+        await this.signal(current.id);
+        return;
       } else {
-        return; // canceling already, or terminal: nothing changes
+        return; // terminal: nothing changes
       }
       current = await this.db.job.findUnique({ where: { id: job.id } });
     }
