@@ -57,6 +57,17 @@ describe('errors and request ids', () => {
     expect(envelopeCode(res)).toBe('invalid_json');
   });
 
+  it('takes an empty body declared as JSON as no body: a bodyless operation works, one that needs a body says so', async () => {
+    const json = bearer(key, { 'content-type': 'application/json' });
+    const cancel = await call(`${api.url}/api/v2/jobs/00000000-0000-4000-8000-000000000000/cancel`, { method: 'POST', headers: json, body: '' });
+    expect(cancel.status).toBe(404);
+    expect(envelopeCode(cancel)).toBe('not_found');
+    const empty = await fromHash({ headers: json, body: '' });
+    expect(empty.status).toBe(400);
+    expect(envelopeCode(empty)).toBe('invalid_request');
+    expect(empty.body.error.message).toBe('The body must be a JSON object.');
+  });
+
   it('answers a JSON route given another content type with 415', async () => {
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
       const res = await fromHash({ headers: bearer(key, { 'content-type': type }), body: 'hash=x' });

@@ -76,8 +76,6 @@ export function toErrorShape(err: unknown): ErrorShape & { unexpected: boolean }
     if (status === 400 && (e.name === 'SyntaxError' || /JSON/i.test(e.code ?? '') || /JSON/.test(e.message ?? ''))) {
       code = 'invalid_json';
       message = 'The request body is not valid JSON.';
-    } else if (status === 400 && e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
-      message = 'The request body is empty but the content type says JSON.';
     } else if (status === 400 || status === 406 || status === 422) {
       message = sanitize(e.message) ?? message;
     }

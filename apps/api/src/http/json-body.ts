@@ -42,6 +42,10 @@ export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: nu
   const parse = app.getHttpAdapter().getInstance().getDefaultJsonParser('error', 'error');
   app.useBodyParser<RawServerDefault>('application/json', { bodyLimit }, (request, body, done) => {
     const text = body.toString('utf8');
+    // No body at all, though declared JSON (many clients send their JSON headers on every POST):
+    // as if none was declared. A bodyless operation (cancel) then works; one that needs a body
+    // refuses it in its own words.
+    if (text.length === 0) return done(null, undefined);
     if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) return done(tooDeepError(), undefined);
     return parse(request, text, done);
   });
