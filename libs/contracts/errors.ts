@@ -53,6 +53,11 @@ export class ApiError extends Error {
     return new ApiError('not_found', `The ${what} was not found.`);
   }
 
+  /** The 404 of a route this surface does not have: the same body as an unknown path's. */
+  static noRoute(): ApiError {
+    return new ApiError('not_found', 'Not found.');
+  }
+
   static invalid(message: string, details?: Record<string, unknown>): ApiError {
     return new ApiError('invalid_request', message, details);
   }

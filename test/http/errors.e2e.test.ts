@@ -90,15 +90,34 @@ describe('errors and request ids', () => {
     expect(envelopeCode(res)).toBe('payload_too_large');
   });
 
-  it('answers an id that is not a UUID with 400, and an unknown route with 404', async () => {
+  it('answers an id that is not a UUID as it answers a missing one (404), and an unknown route with 404', async () => {
+    const missing = (await call(`${api.url}/api/v2/jobs/00000000-0000-4000-8000-000000000000`, { headers: bearer(key) })).body;
     for (const id of ['123', 'not-a-uuid', "1' OR '1'='1", '%00']) {
-      const res = await call(`${api.url}/api/v2/assets/${id}`, { headers: bearer(key) });
-      expect(res.status).toBe(400);
-      expect(envelopeCode(res)).toBe('invalid_request');
+      const job = await call(`${api.url}/api/v2/jobs/${id}/cancel`, { method: 'POST', headers: bearer(key) });
+      expect(job.status).toBe(404);
+      expect(job.body).toEqual(missing);
+      const asset = await call(`${api.url}/api/v2/assets/${id}`, { headers: bearer(key) });
+      expect(asset.status).toBe(404);
+      expect(envelopeCode(asset)).toBe('not_found');
     }
     const route = await call(`${api.url}/api/v2/nothing-here`, { headers: bearer(key) });
     expect(route.status).toBe(404);
     expect(envelopeCode(route)).toBe('not_found');
+  });
+
+  it('without log capture, leaves out urls.logs and answers the logs path as if the job were gone', async () => {
+    const quiet = await stack.startApi({ CAPTURE_LOGS: 'false' });
+    const owner = await stack.account({ name: 'no-logs' });
+    const job = await stack.db.job.create({
+      data: { accountId: owner.id, workflow: {}, status: 'succeeded', startedAt: new Date(), completedAt: new Date(), expiresAt: new Date(Date.now() + 3_600_000) },
+    });
+    const read = await call(`${quiet.url}/api/v2/jobs/${job.id}`, { headers: bearer(owner.key) });
+    expect(read.status).toBe(200);
+    expect(read.body.urls).not.toHaveProperty('logs');
+    const logs = await call(`${quiet.url}/api/v2/jobs/${job.id}/logs`, { headers: bearer(owner.key) });
+    const gone = await call(`${quiet.url}/api/v2/jobs/00000000-0000-4000-8000-000000000000/logs`, { headers: bearer(owner.key) });
+    expect(logs.status).toBe(404);
+    expect(logs.body).toEqual(gone.body);
   });
 
   it('reports its dependencies on /readyz', async () => {

@@ -1,4 +1,4 @@
-import { type PipeTransform, Injectable } from '@nestjs/common';
+import type { PipeTransform } from '@nestjs/common';
 import { ApiError } from '#libs/contracts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -7,11 +7,15 @@ export function isUuid(value: unknown): value is string {
   return typeof value === 'string' && UUID.test(value);
 }
 
-/** Path ids must be UUIDs: anything else is a clear 400, never a database error. */
-@Injectable()
+/**
+ * Path ids are UUIDs. Anything else names no job or asset, so it answers exactly as a missing one
+ * does (the contract's 404 `not_found`), and never reaches the database.
+ */
 export class UuidPipe implements PipeTransform<string, string> {
+  constructor(private readonly kind: 'job' | 'asset') {}
+
   transform(value: string): string {
-    if (!isUuid(value)) throw ApiError.invalid('The id in the path must be a UUID.', { id: String(value).slice(0, 100) });
+    if (!isUuid(value)) throw ApiError.notFound(this.kind);
     return value.toLowerCase();
   }
 }

@@ -70,7 +70,7 @@ export class AssetsController {
 
   @Get(':id')
   @AssetDocs.get()
-  async get(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest): Promise<AssetView> {
+  async get(@CurrentAccount() account: Account, @Param('id', new UuidPipe('asset')) id: string, @Req() request: FastifyRequest): Promise<AssetView> {
     const asset = await this.assets.find(account, id);
     return this.assets.view(asset, asset.blob.sizeBytes, false, request);
   }
@@ -78,7 +78,7 @@ export class AssetsController {
   @Delete(':id')
   @AssetDocs.remove()
   @HttpCode(204)
-  async remove(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string): Promise<void> {
+  async remove(@CurrentAccount() account: Account, @Param('id', new UuidPipe('asset')) id: string): Promise<void> {
     await this.assets.remove(account, id);
   }
 
@@ -86,7 +86,7 @@ export class AssetsController {
   @AssetDocs.content()
   async content(
     @CurrentAccount() account: Account,
-    @Param('id', UuidPipe) id: string,
+    @Param('id', new UuidPipe('asset')) id: string,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<FastifyReply> {

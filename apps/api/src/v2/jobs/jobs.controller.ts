@@ -117,20 +117,20 @@ export class JobsController {
 
   @Get('api/v2/jobs/:id')
   @JobDocs.get()
-  async get(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest): Promise<JobView> {
+  async get(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest): Promise<JobView> {
     return this.views.render(await this.views.find(account.id, id), request);
   }
 
   @Get('api/v2/jobs/:id/workflow')
   @JobDocs.workflow()
-  async workflow(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string) {
+  async workflow(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string) {
     const job = await this.views.find(account.id, id);
     return { workflow: job.workflow, format: 'api' };
   }
 
   @Get('api/v2/jobs/:id/events')
   @JobDocs.events()
-  async events(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async events(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const { db, config, pipeline, fanout, views, limits } = this;
     await streamJobEvents({ db, config, pipeline, fanout, views, limits, draining: this.stopping }, account, id, request, reply);
   }
@@ -138,7 +138,7 @@ export class JobsController {
   @Post('api/v2/jobs/:id/cancel')
   @JobDocs.cancel()
   @HttpCode(200)
-  async cancel(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Req() request: FastifyRequest): Promise<JobView> {
+  async cancel(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest): Promise<JobView> {
     const job = await this.views.find(account.id, id);
     await this.control.cancel(job);
     return this.views.render(await this.views.find(account.id, id), request);
@@ -146,8 +146,9 @@ export class JobsController {
 
   @Get('api/v2/jobs/:id/logs')
   @JobDocs.logs()
-  async logs(@CurrentAccount() account: Account, @Param('id', UuidPipe) id: string, @Res() reply: FastifyReply): Promise<FastifyReply> {
-    if (!this.config.jobs.captureLogs) throw ApiError.notFound('route');
+  async logs(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Res() reply: FastifyReply): Promise<FastifyReply> {
+    // The contract: without logs, a routing 404 that cannot be told from the job being gone.
+    if (!this.config.jobs.captureLogs) throw ApiError.notFound('job');
     const job = await this.views.find(account.id, id);
     if (!isTerminal(job.status) || job.logText === null || !job.logCapturedAt) return reply.status(204).send();
     return reply.status(200).send({ text: job.logText, truncated: job.logTruncated, captured_at: job.logCapturedAt.toISOString() });
@@ -158,7 +159,7 @@ export class JobsController {
   @JobDocs.pinnedWorkflow()
   async pinnedWorkflow(@CurrentAccount() account: Account, @Req() request: FastifyRequest) {
     const deployment = await this.deployments.resolve(request, account);
-    if (!deployment) throw ApiError.notFound('route');
+    if (!deployment) throw ApiError.noRoute();
     return { workflow: deployment.workflow, format: 'api' };
   }
 }
