@@ -81,6 +81,15 @@ export class SubmissionService {
   }
 
   async submit(account: Account, req: SubmitRequest): Promise<Submitted> {
+    // A retry of a submission that created its job gets that job, before any other check: what
+    // changed since (the account suspended, the deployment stopped, an input asset deleted, no
+    // engine up) concerns new jobs, not the one the client already has.
+    // Only a keyed submission is ever compared with another, so only it is hashed.
+    const keyed = req.idempotencyKey ? { key: req.idempotencyKey, hash: createHash('sha256').update(canonical(req.workflow)).digest('hex') } : null;
+    if (keyed) {
+      const replay = await this.replay(account, keyed);
+      if (replay) return { job: replay, replayed: true };
+    }
     if (account.status !== 'active') {
       // v1 answers this with its own 429; v2 with 403 forbidden (authenticated, not allowed).
       throw new ApiError('forbidden', 'This account is not allowed to run jobs.');
@@ -88,12 +97,6 @@ export class SubmissionService {
     if (req.deployment) this.checkDeployment(req.deployment, req.workflow);
     const { workflow, outputs } = await this.validate(req.workflow);
     await this.checkAssets(account, workflow);
-    // Only a keyed submission is ever compared with another, so only it is hashed.
-    const keyed = req.idempotencyKey ? { key: req.idempotencyKey, hash: createHash('sha256').update(canonical(workflow)).digest('hex') } : null;
-    if (keyed) {
-      const replay = await this.replay(account, keyed);
-      if (replay) return { job: replay, replayed: true };
-    }
     if (account.creditBalance <= 0n) throw new ApiError('insufficient_credits', 'The account has no credits left.');
 
     const jobId = req.jobId ?? randomUUID();
