@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { startCloud, textToImage, tinyImage, type Cloud } from '../support/cloud.js';
 import { bearer, call, envelopeCode, jsonInit, uploadForm } from '../support/http.js';
+import { waitUntil } from '../support/jobs.js';
 import { TestStack } from '../support/stack.js';
 
 describe('v2 job submission errors', () => {
@@ -176,13 +177,15 @@ describe('v2 job submission errors', () => {
     await call(`${cloud.api.url}${job.body.urls.cancel}`, { method: 'POST', headers: bearer(streamer.key) });
   });
 
-  it('answers unknown jobs with 404 and bad ids with 400', async () => {
+  it('answers unknown jobs, and ids that are not UUIDs, with 404', async () => {
     for (const suffix of ['', '/workflow', '/events', '/logs']) {
       const res = await call(`${cloud.api.url}/api/v2/jobs/${crypto.randomUUID()}${suffix}`, { headers: bearer(alice.key) });
       expect(res.status).toBe(404);
       expect(envelopeCode(res)).toBe('not_found');
     }
-    expect((await call(`${cloud.api.url}/api/v2/jobs/123/cancel`, { method: 'POST', headers: bearer(alice.key) })).status).toBe(400);
+    const bad = await call(`${cloud.api.url}/api/v2/jobs/123/cancel`, { method: 'POST', headers: bearer(alice.key) });
+    expect(bad.status).toBe(404);
+    expect(envelopeCode(bad)).toBe('not_found');
     expect((await call(`${cloud.api.url}/api/v2/jobs`, { headers: {} })).status).toBe(401);
   });
 });
@@ -214,6 +217,30 @@ describe('v2 idempotency', () => {
     const other = await submit({ workflow: tinyImage(2) }, key);
     expect(other.status).toBe(422);
     expect(envelopeCode(other)).toBe('idempotency_key_reuse');
+  });
+
+  it('replays a created job whatever changed since: the account suspended, its input asset deleted', async () => {
+    const carol = await stack.account({ name: 'carol' });
+    const png = await call(`${cloud.api.url}/api/v2/assets`, { method: 'POST', headers: bearer(carol.key), body: uploadForm(randomBytes(64), 'in.png') });
+    const workflow = {
+      '1': { class_type: 'LoadImage', inputs: { image: { __type: 'core/ASSET', info: { id: png.body.id, file_path: 'in.png' } } } },
+      '2': { class_type: 'PreviewImage', inputs: { images: ['1', 0] } },
+    };
+    const key = crypto.randomUUID();
+    const send = () => call(`${cloud.api.url}/api/v2/jobs`, jsonInit('POST', { workflow }, bearer(carol.key, { 'idempotency-key': key })));
+    const first = await send();
+    expect(first.status).toBe(201);
+    await waitUntil(async () => ['succeeded', 'failed'].includes((await stack.db.job.findUniqueOrThrow({ where: { id: first.body.id } })).status), 20_000, 'the job to end');
+    expect((await call(`${cloud.api.url}/api/v2/assets/${png.body.id}`, { method: 'DELETE', headers: bearer(carol.key) })).status).toBe(204);
+    await stack.admin(['account', 'set', '--account', carol.id, '--status', 'inactive']);
+
+    const again = await send();
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.id).toBe(first.body.id);
+    // A new submission of that account is still refused.
+    const fresh = await call(`${cloud.api.url}/api/v2/jobs`, jsonInit('POST', { workflow: tinyImage(3) }, bearer(carol.key)));
+    expect(fresh.status).toBe(403);
   });
 
   it('creates exactly one job for 20 concurrent duplicates', async () => {
