@@ -6,11 +6,14 @@ import { encodePng } from '../../apps/api/src/v1/images/png.js';
 
 /** API + worker + sim-engine for one v1 suite. */
 export class V1World {
-  readonly stack = new TestStack('local');
   api!: RunningProcess;
   engine!: RunningProcess;
   worker!: RunningProcess;
-  private readonly sockets: V1Socket[] = [];
+
+  constructor(
+    readonly stack = new TestStack('local'),
+    private readonly sockets: V1Socket[] = [],
+  ) {}
 
   async start(apiEnv: Record<string, string> = {}): Promise<this> {
     await this.stack.open();
@@ -18,6 +21,13 @@ export class V1World {
     this.worker = await this.stack.start('apps/worker/src/main.js', { ENGINE_URL: this.engine.url, WORKER_PORT: '0', WORKER_ID: 'w1' }, 'ready');
     this.api = await this.stack.startApi(apiEnv);
     return this;
+  }
+
+  /** Another API process on this world's stack and worker (say, another surface); closed with this world. */
+  async otherApi(env: Record<string, string>): Promise<V1World> {
+    const other = new V1World(this.stack, this.sockets);
+    other.api = await this.stack.startApi(env);
+    return other;
   }
 
   async close(): Promise<void> {
@@ -53,13 +63,13 @@ export class V1World {
     return call(`${this.url}${path}`, { method: 'POST', headers: key ? { 'x-api-key': key } : {}, body: form });
   }
 
-  async prompt(key: string, prompt: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<string> {
+  async prompt(key: string | null, prompt: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<string> {
     const reply = await this.post(key, '/api/prompt', { prompt, ...extra });
     if (reply.status !== 200) throw new Error(`prompt refused: ${reply.status} ${reply.text}`);
     return reply.body.prompt_id as string;
   }
 
-  async waitStatus(key: string, promptId: string, statuses: string[], timeoutMs = 20_000): Promise<string> {
+  async waitStatus(key: string | null, promptId: string, statuses: string[], timeoutMs = 20_000): Promise<string> {
     const until = Date.now() + timeoutMs;
     for (;;) {
       const r = await this.get(key, `/api/job/${promptId}/status`);

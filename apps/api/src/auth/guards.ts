@@ -27,15 +27,51 @@ function sameSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+type Headers = Record<string, string | string[] | undefined>;
+
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function bearerToken(headers: Headers): string | undefined {
+  const header = firstHeader(headers.authorization);
+  return header?.startsWith('Bearer ') ? header.slice(7) : undefined;
+}
+
 /**
- * v2: an account API key as `Authorization: Bearer`, through passport. On the self-hosted surface
- * there are no accounts: requests pass as the local account, after the static token if one is set.
+ * The self-hosted surface has no accounts: every request acts as the local account. With no static
+ * token configured nothing is checked (and so nothing counts as a failed attempt); with one, the
+ * token is the only credential. One rule for v2, v1 REST and the v1 WebSocket.
  */
 @Injectable()
-export class BearerAuthGuard extends AuthGuard('bearer') {
+export class SelfHostedGate {
   constructor(
     @Inject(CONFIG) private readonly config: Config,
     private readonly selfHosted: SelfHostedAccount,
+  ) {}
+
+  /** True when this surface authenticates by the static token instead of account keys. */
+  get active(): boolean {
+    return this.config.surface === 'self-hosted';
+  }
+
+  /** The local account when no token is configured: there is nothing to check. */
+  openAccount(): Account | null {
+    return this.active && !this.config.selfHostedToken ? this.selfHosted.get() : null;
+  }
+
+  /** The local account when one of the presented credentials is the static token. */
+  accept(presented: Array<string | null | undefined>): Account | null {
+    const token = this.config.selfHostedToken;
+    return presented.some((p) => p && sameSecret(p, token)) ? this.selfHosted.get() : null;
+  }
+}
+
+/** v2: an account API key as `Authorization: Bearer`, through passport; the static token on self-hosted. */
+@Injectable()
+export class BearerAuthGuard extends AuthGuard('bearer') {
+  constructor(
+    private readonly selfHosted: SelfHostedGate,
     private readonly failures: AuthFailures,
   ) {
     super();
@@ -43,8 +79,9 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<AuthedRequest>();
-    if (this.config.surface === 'self-hosted' && !this.config.selfHostedToken) {
-      request.user = this.selfHosted.get();
+    const open = this.selfHosted.openAccount();
+    if (open) {
+      request.user = open;
       return true;
     }
     await refuseBlocked(this.failures, request.ip);
@@ -58,10 +95,10 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
   }
 
   private async authenticate(context: ExecutionContext, request: AuthedRequest): Promise<boolean> {
-    if (this.config.surface !== 'self-hosted') return (await super.canActivate(context)) as boolean;
-    const header = request.headers.authorization ?? '';
-    if (!header.startsWith('Bearer ') || !sameSecret(header.slice(7), this.config.selfHostedToken)) throw UNAUTHORIZED();
-    request.user = this.selfHosted.get();
+    if (!this.selfHosted.active) return (await super.canActivate(context)) as boolean;
+    const account = this.selfHosted.accept([bearerToken(request.headers)]);
+    if (!account) throw UNAUTHORIZED();
+    request.user = account;
     return true;
   }
 
@@ -74,21 +111,29 @@ export class BearerAuthGuard extends AuthGuard('bearer') {
   }
 }
 
-/** v1 REST: the same key in `X-API-Key`. */
+/** v1 REST: the same key in `X-API-Key`; on self-hosted, the static token there or as `Authorization: Bearer`. */
 @Injectable()
 export class ApiKeyHeaderGuard implements CanActivate {
   constructor(
     private readonly keys: ApiKeyAuthService,
     private readonly failures: AuthFailures,
+    private readonly selfHosted: SelfHostedGate,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<AuthedRequest>();
+    const open = this.selfHosted.openAccount();
+    if (open) {
+      request.user = open;
+      return true;
+    }
     await refuseBlocked(this.failures, request.ip);
-    const header = request.headers['x-api-key'];
-    const account = await this.keys.authenticate(Array.isArray(header) ? header[0] : header);
+    const key = firstHeader(request.headers['x-api-key']);
+    const bearer = this.selfHosted.active ? bearerToken(request.headers) : undefined;
+    const account = this.selfHosted.active ? this.selfHosted.accept([key, bearer]) : await this.keys.authenticate(key);
     if (!account) {
-      if (header !== undefined) await this.failures.failed(request.ip);
+      // Only a presented credential is a guess worth counting, as on v2.
+      if (key !== undefined || bearer !== undefined) await this.failures.failed(request.ip);
       throw new ApiError('unauthorized', 'Missing or invalid API key.');
     }
     request.user = account;
@@ -104,7 +149,7 @@ export const CurrentAccount = createParamDecorator((_: unknown, context: Executi
 });
 
 /** For the v1 WebSocket: the key from `?token=` or the upgrade request's `X-API-Key`. */
-export function keyFromUpgrade(request: { url?: string; headers: Record<string, string | string[] | undefined> }): string | null {
+export function keyFromUpgrade(request: { url?: string; headers: Headers }): string | null {
   const header = request.headers['x-api-key'];
   if (typeof header === 'string' && header) return header;
   const url = new URL(request.url ?? '/', 'http://localhost');
@@ -112,24 +157,29 @@ export function keyFromUpgrade(request: { url?: string; headers: Record<string, 
 }
 
 /**
- * The v1 WebSocket authenticates before the upgrade, outside Nest's guards: the same key, the
- * same brute-force guard (the client address computed as Fastify would), the same errors.
+ * The v1 WebSocket authenticates before the upgrade, outside Nest's guards: the same key (or the
+ * self-hosted token, also as `Authorization: Bearer`), the same brute-force guard (the client
+ * address computed as Fastify would), the same errors.
  */
 @Injectable()
 export class UpgradeAuth {
   constructor(
     private readonly keys: ApiKeyAuthService,
     private readonly failures: AuthFailures,
+    private readonly selfHosted: SelfHostedGate,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
   async authenticate(request: IncomingMessage): Promise<Account> {
+    const open = this.selfHosted.openAccount();
+    if (open) return open;
     const source = clientAddress(request, this.config.api.trustProxyHops);
     await refuseBlocked(this.failures, source);
     const key = keyFromUpgrade(request);
-    const account = await this.keys.authenticate(key);
+    const bearer = this.selfHosted.active ? bearerToken(request.headers) : undefined;
+    const account = this.selfHosted.active ? this.selfHosted.accept([key, bearer]) : await this.keys.authenticate(key);
     if (!account) {
-      if (key) await this.failures.failed(source);
+      if (key || bearer !== undefined) await this.failures.failed(source);
       throw new ApiError('unauthorized', 'Missing or invalid API key: pass ?token= or X-API-Key.');
     }
     return account;
