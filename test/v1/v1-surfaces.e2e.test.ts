@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import WebSocket from 'ws';
-import { bearer, call } from '../support/http.js';
+import { tinyImage } from '../support/cloud.js';
+import { bearer, call, callWithHost } from '../support/http.js';
 import { V1World, sleeper } from './v1-world.js';
 
 const TOKEN = 'static-token-123';
@@ -94,6 +95,87 @@ describe('v1 on the self-hosted and deployment surfaces', () => {
       expect(await upgradeFrom(source, `${ws}&token=${TOKEN}`)).toBe(429);
       // Other addresses are not held back.
       expect((await statusFrom('127.0.0.42', queue, { 'x-api-key': TOKEN })).status).toBe(200);
+    });
+  });
+
+  describe('deployment', () => {
+    const pinned = tinyImage(10);
+    let dep: V1World;
+    let alice: { id: string; key: string };
+
+    beforeAll(async () => {
+      dep = await world.otherApi({ SURFACE: 'deployment', DEPLOYMENT_DOMAIN: 'deploy.test' });
+      alice = await world.account();
+      await world.stack.db.deployment.create({ data: { id: 'my-app', accountId: alice.id, workflow: pinned } });
+    });
+
+    const setStatus = (status: 'ready' | 'stopped') => world.stack.db.deployment.update({ where: { id: 'my-app' }, data: { status } });
+
+    it('answers 429 deployment_not_ready while starting, then runs the pinned prompt with other values', async () => {
+      const starting = await dep.post(alice.key, '/deployment/my-app/api/prompt', { prompt: pinned });
+      expect(starting.status).toBe(429);
+      expect(starting.body.error.code).toBe('deployment_not_ready');
+      expect(Number(starting.headers.get('retry-after'))).toBeGreaterThan(0);
+      await setStatus('ready');
+
+      const values = structuredClone(pinned);
+      values['1'].inputs.color = 12345;
+      const ok = await dep.post(alice.key, '/deployment/my-app/api/prompt', { prompt: values });
+      expect(ok.status).toBe(200);
+      expect(await dep.waitStatus(alice.key, ok.body.prompt_id, ['success'])).toBe('success');
+      const job = await world.stack.db.job.findUniqueOrThrow({ where: { id: ok.body.prompt_id } });
+      expect(job.deploymentId).toBe('my-app');
+
+      const byHost = await callWithHost(`${dep.url}/api/prompt`, 'my-app.deploy.test', {
+        method: 'POST',
+        headers: { 'x-api-key': alice.key, 'content-type': 'text/plain;charset=UTF-8' },
+        body: JSON.stringify({ prompt: pinned }),
+      });
+      expect(byHost.status).toBe(200);
+      expect((await world.stack.db.job.findUniqueOrThrow({ where: { id: byHost.body.prompt_id } })).deploymentId).toBe('my-app');
+    });
+
+    it('refuses another structure with 400 in the engine shape, naming the nodes', async () => {
+      const extraNode = { ...structuredClone(pinned), '3': { class_type: 'PreviewImage', inputs: { images: ['1', 0] } } };
+      const otherClass = structuredClone(pinned);
+      otherClass['2'].class_type = 'PreviewImage';
+      const relinked = structuredClone(pinned);
+      relinked['2'].inputs.images = ['1', 1];
+      for (const [prompt, node] of [[extraNode, '3'], [otherClass, '2'], [relinked, '2']] as const) {
+        const res = await dep.post(alice.key, '/deployment/my-app/api/prompt', { prompt });
+        expect(res.status).toBe(400);
+        expect(res.body.error).toEqual({ type: 'invalid_prompt', message: expect.any(String), details: expect.stringContaining(`${node}: `), extra_info: {} });
+        expect(res.body.node_errors[node]).toMatchObject({ errors: [expect.objectContaining({ type: 'custom_validation_failed' })], dependent_outputs: [] });
+      }
+    });
+
+    it('answers 404 without a deployment of the caller, and 422 deployment_stopped once stopped', async () => {
+      const bob = await world.account();
+      const cases: Array<[string, string]> = [
+        [bob.key, '/deployment/my-app/api/prompt'],
+        [alice.key, '/deployment/no-such-app/api/prompt'],
+        [alice.key, '/api/prompt'],
+      ];
+      for (const [key, path] of cases) {
+        const res = await dep.post(key, path, { prompt: pinned });
+        expect([path, res.status]).toEqual([path, 404]);
+        expect(res.body.error.code).toBe('not_found');
+      }
+      await setStatus('stopped');
+      const stopped = await dep.post(alice.key, '/deployment/my-app/api/prompt', { prompt: pinned });
+      expect(stopped.status).toBe(422);
+      expect(stopped.body.error.code).toBe('deployment_stopped');
+      await setStatus('ready');
+    });
+
+    it('serves the WebSocket under the deployment prefix and by host', async () => {
+      const socket = await dep.socket(alice.key, { path: '/deployment/my-app/ws', clientId: 'dep-client' });
+      const id = (await dep.post(alice.key, '/deployment/my-app/api/prompt', { prompt: pinned })).body.prompt_id as string;
+      await socket.ended(id);
+      expect(socket.texts(id).map((m) => m.type)).toContain('execution_success');
+      expect(await dep.upgradeStatus(`/deployment/my-app/api/ws?token=${alice.key}`)).toBe(101);
+      expect(await dep.upgradeStatus(`/ws?token=${alice.key}`, { host: 'my-app.deploy.test' })).toBe(101);
+      expect(await dep.upgradeStatus(`/deployment/my-app/elsewhere?token=${alice.key}`)).toBe(404);
     });
   });
 });

@@ -191,7 +191,8 @@ export class SubmissionService {
     }
   }
 
-  private checkDeployment(deployment: Deployment, workflow: unknown): void {
+  /** A deployment takes submissions only when ready, and only of its pinned structure. */
+  checkDeployment(deployment: Deployment, workflow: unknown): void {
     if (deployment.status === 'stopped') throw new ApiError('deployment_stopped', 'This deployment is stopped.');
     if (deployment.status === 'starting') throw ApiError.retryAfter('deployment_not_ready', 'This deployment is starting; retry shortly.', 5);
     const problems = checkPinnedStructure(deployment.workflow as unknown as ApiWorkflow, workflow);

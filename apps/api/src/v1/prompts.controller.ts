@@ -1,5 +1,5 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '#libs/contracts';
 import type { Account, Db, Job } from '#libs/db';
 import { toEngineErrorBody, validateWorkflow, workflowFormat } from '#libs/workflow';
@@ -9,6 +9,7 @@ import { JobControl } from '../jobs/job-control.service.js';
 import { JobViews } from '../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
+import { DeploymentsService } from '../surface/deployments.service.js';
 import { isUuid } from './files/file-names.js';
 import { V1Files } from './files/v1-files.service.js';
 import { BadBody, engineErrorBody, parseJsonObject } from './http/engine-body.js';
@@ -26,6 +27,38 @@ function intParam(value: unknown, fallback: number, max: number): number {
 }
 
 /**
+ * The engine's 400 body for a prompt refused for what it is; null for any other refusal (credits,
+ * limits, a stopped or starting deployment), which keeps its own status in the error envelope.
+ */
+function refusedPromptBody(err: unknown, prompt: unknown): object | null {
+  if (err instanceof WorkflowRejected) return toEngineErrorBody(err.outcome);
+  if (!(err instanceof ApiError) || (err.status !== 400 && err.status !== 422) || err.code === 'deployment_stopped') return null;
+  const structure = err.code === 'invalid_workflow' ? (err.details?.node_errors as PinnedStructureProblems | undefined) : undefined;
+  if (structure) return pinnedStructureBody(err.message, structure, prompt);
+  return engineErrorBody('invalid_prompt', err.message, '');
+}
+
+type PinnedStructureProblems = Record<string, { field: string; reason: string }[]>;
+
+/** A deployment's pinned-structure problems, per node, in the engine's node_errors shape. */
+function pinnedStructureBody(message: string, problems: PinnedStructureProblems, prompt: unknown) {
+  const nodes = (prompt ?? {}) as Record<string, { class_type?: unknown } | undefined>;
+  const nodeErrors: Record<string, unknown> = {};
+  const lines: string[] = [];
+  for (const [id, list] of Object.entries(problems)) {
+    const classType = Object.hasOwn(nodes, id) ? nodes[id]?.class_type : undefined;
+    nodeErrors[id] = {
+      // The engine's type for a value its node refused beyond the input types: the closest it has.
+      errors: list.map((p) => ({ type: 'custom_validation_failed', message: "Differs from the deployment's pinned workflow", details: `${p.field} ${p.reason}`, extra_info: { input_name: p.field } })),
+      dependent_outputs: [],
+      class_type: typeof classType === 'string' ? classType : '',
+    };
+    lines.push(...list.map((p) => `${id}: ${p.field} ${p.reason}`));
+  }
+  return engineErrorBody('invalid_prompt', message, lines.join('\n'), nodeErrors);
+}
+
+/**
  * The engine's prompt, queue and history routes over this account's jobs. A v1 prompt is a job
  * like any other (v2 sees it too); queue and interrupt only ever touch the caller's own jobs.
  */
@@ -39,11 +72,17 @@ export class V1PromptsController {
     private readonly files: V1Files,
     private readonly views: EngineViews,
     private readonly jobs: JobViews,
+    private readonly deployments: DeploymentsService,
   ) {}
 
   @Post('prompt')
   @HttpCode(200)
-  async submit(@CurrentAccount() account: Account, @Body() body: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
+  async submit(
+    @CurrentAccount() account: Account,
+    @Body() body: unknown,
+    @Req() http: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
     if (account.status === 'inactive') throw new ApiError('inactive_account', 'The subscription of this account is not active; workflows cannot run.');
     const bad = (payload: object) => {
       reply.status(400);
@@ -60,23 +99,27 @@ export class V1PromptsController {
       const ui = workflowFormat(request.prompt) === 'ui';
       return bad(engineErrorBody('invalid_prompt', ui ? 'The prompt is in the editor (UI) format; export it in API format.' : 'The prompt must be an object in API format.', ''));
     }
-    const defs = await this.submissions.definitions();
-    const workflow = await this.files.resolveWorkflow(account.id, request.prompt, defs);
-    // File inputs list only the caller's own files: another account's name fails like an unknown one.
-    const outcome = validateWorkflow(workflow, this.files.accountDefinitions(defs, await this.files.uploadedNames(account.id)));
-    if (!outcome.ok) return bad(toEngineErrorBody(outcome));
+    const deployment = await this.deployments.resolve(http, account);
     let job: Job;
     try {
+      // As on v2, a deployment's state and pinned structure come before the engine's validation.
+      if (deployment) this.submissions.checkDeployment(deployment, request.prompt);
+      const defs = await this.submissions.definitions();
+      const workflow = await this.files.resolveWorkflow(account.id, request.prompt, defs);
+      // File inputs list only the caller's own files: another account's name fails like an unknown one.
+      const outcome = validateWorkflow(workflow, this.files.accountDefinitions(defs, await this.files.uploadedNames(account.id)));
+      if (!outcome.ok) return bad(toEngineErrorBody(outcome));
       ({ job } = await this.submissions.submit(account, {
         workflow,
         extraData: request.extraData,
         source: 'v1',
         clientId: request.clientId,
         jobId: request.promptId,
+        deployment,
       }));
     } catch (err) {
-      if (err instanceof WorkflowRejected) return bad(toEngineErrorBody(err.outcome));
-      if (err instanceof ApiError && (err.status === 400 || err.status === 422)) return bad(engineErrorBody('invalid_prompt', err.message, ''));
+      const refused = refusedPromptBody(err, request.prompt);
+      if (refused) return bad(refused);
       throw err;
     }
     return { prompt_id: job.id, number: Number(job.number), node_errors: {} };

@@ -11,6 +11,7 @@ import { UpgradeAuth } from '../../auth/index.js';
 import { CONFIG, DB } from '../../core/tokens.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
 import { AccountLimits } from '../../limits/index.js';
+import { deploymentRewriter } from '../../surface/request-scope.js';
 import { AccountFeed, type FeedDeps } from './account-feed.js';
 import { ClientSocket } from './client-socket.js';
 
@@ -44,6 +45,8 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
   private server: Server | null = null;
   private pinger: NodeJS.Timeout | null = null;
   private readonly paths: Set<string>;
+  /** The deployment surface's prefix and host routing, as the HTTP routes get them. */
+  private readonly rewrite: ((req: IncomingMessage) => string) | undefined;
   private readonly deps: FeedDeps;
 
   constructor(
@@ -56,6 +59,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
   ) {
     const base = config.api.basePath;
     this.paths = new Set([`${base}/ws`, `${base}/api/ws`]);
+    this.rewrite = deploymentRewriter(config);
     this.deps = {
       fanout,
       queueRemaining: (accountId, excluding) =>
@@ -89,7 +93,8 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
   }
 
   private readonly onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
-    const url = new URL(request.url ?? '/', 'http://localhost');
+    // Upgrades reach the HTTP server directly, past Fastify's URL rewriting: rewrite here too.
+    const url = new URL((this.rewrite ? this.rewrite(request) : request.url) ?? '/', 'http://localhost');
     if (!this.paths.has(url.pathname)) {
       // Another upgrade listener may own this path; with none, answer instead of hanging.
       if (this.server?.listenerCount('upgrade') === 1) reject(socket, 404, 'not_found', 'Not found.');
