@@ -42,6 +42,21 @@ type Ending = { outcome: Outcome } | { handBack: string; code?: string };
 
 const ENGINE_LOST_MS = 30_000;
 
+/**
+ * An engine message as v1 clients see it: the engine knows the job by this worker's private prompt
+ * id, the clients by the job id. `progress_state` repeats the prompt id in each of its nodes.
+ */
+function withJobPromptId(message: EngineMessage, jobId: string): { type: string; data: Record<string, unknown> } {
+  const data: Record<string, unknown> = { ...(message.data as object), prompt_id: jobId };
+  const nodes = data.nodes;
+  if (message.type === 'progress_state' && typeof nodes === 'object' && nodes !== null && !Array.isArray(nodes)) {
+    data.nodes = Object.fromEntries(
+      Object.entries(nodes).map(([id, node]) => [id, typeof node === 'object' && node !== null && 'prompt_id' in node ? { ...node, prompt_id: jobId } : node]),
+    );
+  }
+  return { type: message.type, data };
+}
+
 /** Runs one job on this worker's engine, from claim to terminal state (or hand-back). */
 export class JobRunner {
   private current: { jobId: string; cancel: (reason: 'cancel' | 'expired') => void; shutdown: () => void } | null = null;
@@ -169,7 +184,7 @@ export class JobRunner {
     const forwardV1 = (message: EngineMessage) =>
       publishAccountMessage(redis, keys, {
         accountId: job.accountId,
-        text: JSON.stringify({ type: message.type, data: { ...(message.data as object), prompt_id: job.id } }),
+        text: JSON.stringify(withJobPromptId(message, job.id)),
       });
 
     const persist = new Throttle(1000);
