@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
+import WebSocket from 'ws';
 import { ExtraDataVault, jobKeys } from '#libs/jobs';
 import { TEST_REDIS_URL, TEST_SIGNING_SECRET } from '../support/env.js';
-import { V1World, sleeper, testPng, type V1Socket } from './v1-world.js';
+import { V1Socket, V1World, sleeper, testPng } from './v1-world.js';
 
 const PARTNER_KEY = 'partner-secret-key-0123456789';
 
@@ -159,6 +160,23 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
       expect(await second.upgradeStatus(`/ws?token=${a.key}`)).toBe(404);
     } finally {
       far.close();
+    }
+  });
+
+  it('greets with status before it answers feature_flags sent right after open, as the engine does', async () => {
+    for (let n = 0; n < 5; n++) {
+      const clientId = `flags-${n}`;
+      const socket = new V1Socket(new WebSocket(`${world.url.replace('http', 'ws')}/ws?clientId=${clientId}&token=${a.key}`));
+      socket.ws.once('open', () => socket.ws.send(JSON.stringify({ type: 'feature_flags', data: { supports_preview_metadata: true } })));
+      try {
+        await socket.opened;
+        await socket.waitFor((m) => m.type === 'feature_flags');
+        const [first, second] = socket.texts();
+        expect(first).toMatchObject({ type: 'status', data: { sid: clientId } });
+        expect(second).toMatchObject({ type: 'feature_flags', data: { supports_preview_metadata: true } });
+      } finally {
+        socket.close();
+      }
     }
   });
 

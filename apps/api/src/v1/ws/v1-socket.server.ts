@@ -143,7 +143,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
     ws.on('pong', () => (client.alive = true));
     ws.on('message', (data, isBinary) => {
       if (!client.countIncoming() || isBinary) return;
-      this.onClientMessage(client, data.toString());
+      this.onClientMessage(client, joined, data.toString());
     });
     ws.on('error', () => undefined);
     ws.on('close', () => {
@@ -161,7 +161,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
   }
 
   /** A client may declare its capabilities; the server answers with its own, as the engine does. */
-  private onClientMessage(client: ClientSocket, text: string): void {
+  private onClientMessage(client: ClientSocket, feed: AccountFeed, text: string): void {
     let message: { type?: unknown; data?: unknown };
     try {
       message = JSON.parse(text) as typeof message;
@@ -171,7 +171,8 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
     if (message?.type !== 'feature_flags') return;
     const data = (typeof message.data === 'object' && message.data !== null ? message.data : {}) as Record<string, unknown>;
     client.supportsPreviewMetadata = data.supports_preview_metadata === true;
-    client.sendJson('feature_flags', { supports_preview_metadata: true, max_upload_size: this.config.maxUploadBytes });
+    // Through the feed, behind the greeting: the engine's first message is always `status` with the sid.
+    feed.enqueue(() => client.sendJson('feature_flags', { supports_preview_metadata: true, max_upload_size: this.config.maxUploadBytes }), true);
   }
 
   private pingAll(): void {
