@@ -151,6 +151,15 @@ describe('router catalog', () => {
     expectRouterError(longest, 404, 'model_not_found');
   });
 
+  it('answers a malformed percent-encoding in a router path in the router shape, with its request id', async () => {
+    // Fastify refuses these before any route or hook runs (its frameworkErrors).
+    for (const p of ['/v1/models/acme/%zz', '/v1/models/%E0%A4%A/flux-schnell', '/v1/models/acme/flux-schnell%/openapi.json']) {
+      expectRouterError(await world.get(all.token, p), 400, 'invalid_input');
+    }
+    const call = await world.post(all.token, 'acme/%zz', { prompt: 'x' });
+    expectRouterError(call, 400, 'invalid_input');
+  });
+
   it('points at the schema document with an https input_schema_url when served over https', async () => {
     const api = await world.startApi({ PUBLIC_URL: 'https://router.example.test' });
     const reply = await world.get(all.token, '/v1/models/nova/image-edit', {}, api);

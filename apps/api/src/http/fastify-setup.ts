@@ -4,6 +4,7 @@ import { LogController, type FastifyHttpOptions, type FastifyInstance } from 'fa
 import type { Config } from '#libs/config';
 import { httpRequestObserved } from '#libs/metrics';
 import type { Draining } from '../core/draining.js';
+import { setServiceRequestId } from '../router/request-context.js';
 import { deploymentRewriter } from '../surface/request-scope.js';
 import { frameworkErrorShape, rejectMalformedClient, sendError } from './error-body.js';
 
@@ -41,9 +42,11 @@ export function fastifyOptions(config: Config): FastifyHttpOptions<Server> {
     connectionTimeout: 0,
     requestTimeout: config.http.requestTimeoutMs,
     http: { headersTimeout: config.http.headersTimeoutMs, connectionsCheckingInterval: config.http.timeoutCheckMs },
-    // Bad percent-encoding or an over-long path parameter is found before any route runs.
+    // Bad percent-encoding or an over-long path parameter is found before any route runs, so no
+    // onRequest hook has put the request ids on the response.
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id);
+      setServiceRequestId(request, reply, config.api.basePath);
       sendError(request, reply, frameworkErrorShape(error), config.api.basePath);
     },
     // Malformed HTTP and clients past a deadline never become requests; they get the envelope too.

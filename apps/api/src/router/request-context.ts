@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Transform } from 'node:stream';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isRouterPath } from '../http/error-body.js';
 
 // Per-request facts the router needs before Nest sees the request: its own server-generated id
@@ -17,14 +17,18 @@ export function serviceRequestId(request: FastifyRequest): string {
   return (req[SERVICE_ID] ??= randomUUID());
 }
 
+/** Puts the router's id on a response to a router path; other responses are left alone. */
+export function setServiceRequestId(request: FastifyRequest, reply: FastifyReply, basePath: string): void {
+  if (isRouterPath(request.url, basePath)) reply.header('x-service-request-id', serviceRequestId(request));
+}
+
 export function rawBody(request: FastifyRequest): Buffer | undefined {
   return (request as RouterRequest)[RAW_BODY];
 }
 
 export function installRouterHooks(fastify: FastifyInstance, basePath: string): void {
   fastify.addHook('onRequest', async (request, reply) => {
-    if (!isRouterPath(request.url, basePath)) return;
-    reply.header('x-service-request-id', serviceRequestId(request));
+    setServiceRequestId(request, reply, basePath);
   });
   fastify.addHook('preParsing', async (request, _reply, payload) => {
     if (request.method !== 'POST' || !isRouterPath(request.url, basePath)) return payload;
