@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { call } from '../support/http.js';
 import { TEST_REDIS_URL } from '../support/env.js';
 import { NOVA_VALIDATION_BODY, TTS_BYTES } from './fake-partners.js';
@@ -266,6 +267,44 @@ describe('router calls', () => {
     await expect(sent).rejects.toThrow();
     const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: ws.id, outcome: 'client_disconnected' } }));
     expect(row).toMatchObject({ modelId: 'acme/flux-schnell', resultBucket: 'success', charged: true });
+  });
+
+  it('client_disconnected before the handler runs: nothing is dispatched, the call is recorded', async () => {
+    // The caller sends its whole request and leaves while the router's guard still holds it. To
+    // make that moment certain, the accounts table is locked, so the guard's first load of this
+    // new workspace waits; the caller leaves once that load is seen waiting, and the lock is let go
+    // only after the API has closed the connection. The handler then starts with the response
+    // already closed ('close' has fired): the call must be recorded, and not dispatched.
+    const leaving = await world.workspace();
+    const lock = new pg.Client({ connectionString: world.stack.databaseUrl });
+    await lock.connect();
+    const socket = net.connect(world.api.port, '127.0.0.1');
+    try {
+      await lock.query('BEGIN');
+      await lock.query('LOCK TABLE accounts IN ACCESS EXCLUSIVE MODE');
+      const body = JSON.stringify({ prompt: 'left before the handler' });
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      socket.on('error', () => undefined);
+      socket.write(
+        `POST /v1/models/acme/flux-schnell HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${leaving.token}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      // Read on another connection: inside its transaction, the lock's own would see one snapshot.
+      await eventually(async () => {
+        const waiting = await world.stack.db.$queryRaw<unknown[]>`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%accounts%'`;
+        return waiting.length > 0;
+      });
+      socket.end();
+      await closed;
+    } finally {
+      socket.destroy();
+      await lock.query('ROLLBACK');
+      await lock.end();
+    }
+    const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: leaving.id } }));
+    expect(row).toMatchObject({ modelId: 'acme/flux-schnell', outcome: 'client_disconnected', httpStatus: 499, resultBucket: null, charged: false });
+    expect(world.partners.acme.received.filter((r) => r.body.includes('left before the handler'))).toHaveLength(0);
+    expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: row.id } })).toBe(0);
   });
 
   it('internal_error: a failure inside the router is a 500 in the router shape, never a stack', async () => {

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { Controller, Get, Inject, Param, Post, Query, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
@@ -23,6 +24,17 @@ export function pageLimit(value: unknown): number {
   const n = Number(text.trim());
   if (n <= 0) return DEFAULT_LIMIT;
   return Math.min(n, MAX_LIMIT);
+}
+
+/**
+ * The caller's connection as a call sees it. The handler runs after the guard and the body parser,
+ * so the caller may have left already: then 'close' has fired and will not fire again.
+ */
+function callerFate(response: ServerResponse): CallerFate {
+  const settled = response.closed
+    ? Promise.resolve(response.writableFinished)
+    : new Promise<boolean>((resolve) => response.once('close', () => resolve(response.writableFinished)));
+  return { settled, gone: () => response.destroyed };
 }
 
 @Controller('v1/models')
@@ -116,9 +128,7 @@ export class RouterController {
   @Post(':provider/:model')
   async call(@Req() request: FastifyRequest, @Res() reply: FastifyReply, @Param('provider') provider: string, @Param('model') model: string): Promise<void> {
     const startedAt = Date.now();
-    const fate: CallerFate = {
-      settled: new Promise<boolean>((resolve) => reply.raw.once('close', () => resolve(reply.raw.writableFinished))),
-    };
+    const fate = callerFate(reply.raw);
     const key = request.headers['idempotency-key'];
     const isJson = /^application\/([\w.+-]+\+)?json\b/i.test(request.headers['content-type'] ?? '');
     const { result, headers } = await this.calls.run({

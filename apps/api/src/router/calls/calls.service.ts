@@ -18,6 +18,8 @@ import { UsageService, type KeyedRow } from './usage.service.js';
 export interface CallerFate {
   /** Resolves once the response left (true) or the caller went away first (false). */
   settled: Promise<boolean>;
+  /** Whether the caller has gone already: nothing can reach it any more. */
+  gone(): boolean;
 }
 
 export interface CallInput {
@@ -145,7 +147,13 @@ export class CallsService {
   /** A new generation: slot, dispatch, wait up to the deadline; the generation may outlive the wait. */
   private async fresh(input: CallInput, model: CatalogModel, keyed: { key: string; requestHash: string } | null): Promise<CallReply> {
     this.checkCredits(input.account, model);
+    if (input.fate.gone()) throw callerGone();
     const slot = await this.limits.acquire(input.account, input.callId, model.priceCents);
+    if (input.fate.gone()) {
+      // It left while the slot was being taken.
+      this.limits.release(slot);
+      throw callerGone();
+    }
     if (keyed) {
       let inserted: boolean;
       try {
@@ -382,6 +390,14 @@ export class CallsService {
     this.generations.set(row.id, generation);
     return generation;
   }
+}
+
+/**
+ * Nothing is dispatched for a caller that has gone: no one would receive the result, yet it would
+ * be billed. The call is recorded as client_disconnected, on the way every refused call is.
+ */
+function callerGone(): RouterError {
+  return new RouterError('client_disconnected', 'The caller closed the connection before the call was dispatched.');
 }
 
 /** The promise's value, or DEADLINE once `at` (epoch ms) passes or the stop's grace is over, whichever is first. */
