@@ -307,6 +307,18 @@ describe('router calls', () => {
     expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: row.id } })).toBe(0);
   });
 
+  it('a stopping API waits for the generation of a caller it already answered, then records and bills it', async () => {
+    const api = await world.startApi({ ROUTER_DEADLINE_MS: '300' });
+    const reply = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'answered, still running [[slow:1500]]' }, {}, api);
+    expectRouterError(reply, 504, 'deadline_exceeded');
+    const id = expectRequestId(reply);
+    // SIGTERM while the provider still works on the generation; resolves once the process exited.
+    await api.stop();
+    expect(world.partners.acme.received.filter((r) => r.body.includes('answered, still running'))).toHaveLength(1);
+    expect(await world.stack.db.routerCall.findUnique({ where: { id } })).toMatchObject({ outcome: 'deadline_exceeded', resultBucket: 'success', charged: true });
+    expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: id } })).toBe(1);
+  });
+
   it('internal_error: a failure inside the router is a 500 in the router shape, never a stack', async () => {
     // A catalog row the router has no adapter for (as if written by a newer release).
     const id = 'acme/legacy-model';

@@ -172,31 +172,33 @@ export class CallsService {
     const ended = await raceDeadline(generation.promise, this.deadlineAt(input), this.stopping);
     const deadlineHit = ended === DEADLINE;
     const reply: CallReply = deadlineHit ? this.deadlineReply(model, keyed !== null, generation.handle) : { result: ended, headers: {} };
-    void Promise.all([generation.promise, input.fate.settled]).then(([result, delivered]) => {
-      const outcome = !delivered ? 'client_disconnected' : deadlineHit ? 'deadline_exceeded' : result.bucket;
-      const durationMs = Date.now() - input.startedAt;
-      if (keyed) {
-        this.usage.track(this.usage.setOutcome(input.callId, outcome, durationMs), `usage outcome ${input.callId}`);
-      } else {
-        this.usage.track(
-          this.usage.insertFinal({
-            id: input.callId,
-            accountId: input.account.id,
-            modelId: model.id,
-            outcome,
-            resultBucket: this.abandoned(result) ? null : result.bucket,
-            httpStatus: result.status,
-            costCents: model.priceCents,
-            charged: this.isCharged(model, result),
-            durationMs,
-            startedAt: input.startedAt,
-            providerHandle: generation.handle,
-          }),
-          `usage record ${input.callId}`,
-        );
-      }
-    });
+    // Tracked: a stop waits for generations whose callers have their answer already.
+    this.usage.track(this.recordEnding(input, model, generation, deadlineHit, keyed !== null), `usage record ${input.callId}`);
     return reply;
+  }
+
+  /** Once the generation has ended and the caller has its answer (or left): what it got, and the charge. */
+  private async recordEnding(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean): Promise<void> {
+    const [result, delivered] = await Promise.all([generation.promise, input.fate.settled]);
+    const outcome = !delivered ? 'client_disconnected' : deadlineHit ? 'deadline_exceeded' : result.bucket;
+    const durationMs = Date.now() - input.startedAt;
+    if (keyed) {
+      await this.usage.setOutcome(input.callId, outcome, durationMs);
+      return;
+    }
+    await this.usage.insertFinal({
+      id: input.callId,
+      accountId: input.account.id,
+      modelId: model.id,
+      outcome,
+      resultBucket: this.abandoned(result) ? null : result.bucket,
+      httpStatus: result.status,
+      costCents: model.priceCents,
+      charged: this.isCharged(model, result),
+      durationMs,
+      startedAt: input.startedAt,
+      providerHandle: generation.handle,
+    });
   }
 
   /**
@@ -293,24 +295,22 @@ export class CallsService {
   }
 
   private recordJoin(input: CallInput, model: CatalogModel, originalId: string, reply: CallReply): void {
-    void input.fate.settled.then((delivered) =>
-      this.usage.track(
-        this.usage.insertFinal({
-          id: input.callId,
-          accountId: input.account.id,
-          modelId: model.id,
-          outcome: delivered ? reply.result.bucket : 'client_disconnected',
-          resultBucket: reply.result.bucket === 'deadline_exceeded' ? null : reply.result.bucket,
-          httpStatus: reply.result.status,
-          costCents: 0,
-          charged: false,
-          durationMs: Date.now() - input.startedAt,
-          startedAt: input.startedAt,
-          replayOf: originalId,
-        }),
-        `usage record ${input.callId}`,
-      ),
+    const recorded = input.fate.settled.then((delivered) =>
+      this.usage.insertFinal({
+        id: input.callId,
+        accountId: input.account.id,
+        modelId: model.id,
+        outcome: delivered ? reply.result.bucket : 'client_disconnected',
+        resultBucket: reply.result.bucket === 'deadline_exceeded' ? null : reply.result.bucket,
+        httpStatus: reply.result.status,
+        costCents: 0,
+        charged: false,
+        durationMs: Date.now() - input.startedAt,
+        startedAt: input.startedAt,
+        replayOf: originalId,
+      }),
     );
+    this.usage.track(recorded, `usage record ${input.callId}`);
   }
 
   /**
