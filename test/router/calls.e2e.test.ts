@@ -307,6 +307,35 @@ describe('router calls', () => {
     expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: row.id } })).toBe(0);
   });
 
+  it('keeps storing a keyed result while the database refuses it; then it is replayed and billed once', async () => {
+    // A trigger makes the database refuse this key's final state until the test drops it.
+    const key = 'store-retry-001';
+    const db = world.stack.db;
+    await db.$executeRawUnsafe("CREATE FUNCTION refuse_store() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'test: this result may not be stored yet'; END $$");
+    await db.$executeRawUnsafe(`CREATE TRIGGER refuse_store BEFORE UPDATE ON router_calls FOR EACH ROW WHEN (OLD.idempotency_key = '${key}' AND NEW.state = 'completed') EXECUTE FUNCTION refuse_store()`);
+    const body = { prompt: 'store retry' };
+    const from = world.api.output.length;
+    const sent = world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': key });
+    try {
+      // The API says it failed and will retry; from then on the database takes the write again.
+      await eventually(async () => world.api.output.slice(from).some((line) => line.includes('not stored yet')));
+    } finally {
+      await db.$executeRawUnsafe('DROP TRIGGER refuse_store ON router_calls');
+      await db.$executeRawUnsafe('DROP FUNCTION refuse_store()');
+    }
+    const first = await sent;
+    expect(first.status).toBe(200);
+    const id = expectRequestId(first);
+    expect(await db.routerCall.findUnique({ where: { id } })).toMatchObject({ state: 'completed', resultBucket: 'success', charged: true, idempotencyKey: key });
+    expect(await db.creditLedgerEntry.count({ where: { ref: id } })).toBe(1);
+
+    const retry = await world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': key });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.text).toBe(first.text);
+    expect(world.partners.acme.posts('/v1/run/flux-schnell').filter((r) => r.body.includes('store retry'))).toHaveLength(1);
+  });
+
   it('a stopping API waits for the generation of a caller it already answered, then records and bills it', async () => {
     const api = await world.startApi({ ROUTER_DEADLINE_MS: '300' });
     const reply = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'answered, still running [[slow:1500]]' }, {}, api);

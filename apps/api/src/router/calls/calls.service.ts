@@ -257,15 +257,14 @@ export class CallsService {
       this.generations.set(input.callId, generation);
       const dispatchedResult = generation.promise;
       // The key's final state is written before anyone (the caller, a joined retry) sees the result,
-      // so a retry that follows a failure always finds the key free and dispatches again.
+      // so a retry that follows a failure always finds the key free and dispatches again. While the
+      // database refuses the write, the generation stays here for retries to join, not dispatch anew.
       generation.promise = dispatchedResult.then(async (result) => {
         if (this.abandoned(result)) {
           this.generations.delete(input.callId);
           return result;
         }
-        await this.usage
-          .completeGeneration(input.callId, input.account.id, result, model.priceCents, this.isCharged(model, result), REPLAYABLE.has(result.bucket))
-          .catch((err: Error) => this.logger.error(`result of ${input.callId} not stored: ${err.message}`));
+        await this.usage.storeGeneration(input.callId, input.account.id, result, model.priceCents, this.isCharged(model, result), REPLAYABLE.has(result.bucket));
         this.generations.delete(input.callId);
         return result;
       });
@@ -373,8 +372,8 @@ export class CallsService {
         })
         .then(async (result) => {
           if (this.abandoned(result)) return result;
-          const first = await this.usage.completeGeneration(row.id, row.accountId, result, row.costCents, this.isCharged(model, result), REPLAYABLE.has(result.bucket));
-          if (first) return result;
+          const first = await this.usage.storeGeneration(row.id, row.accountId, result, row.costCents, this.isCharged(model, result), REPLAYABLE.has(result.bucket));
+          if (first !== false) return result; // stored by this collector, or by none
           // Another collector stored it first: everyone returns that one.
           const stored = await this.usage.find(row.id);
           if (stored?.responseBody && stored.httpStatus !== null && stored.resultBucket) {
@@ -388,6 +387,8 @@ export class CallsService {
         }),
     };
     this.generations.set(row.id, generation);
+    // Tracked like a dispatched one: a stop waits until its final state is stored.
+    this.usage.track(generation.promise, `result of ${row.id}`);
     return generation;
   }
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Db } from '#libs/db';
 import { routerCallObserved } from '#libs/metrics';
@@ -50,6 +51,11 @@ export interface KeyedRow {
 const BATCH_MAX = 500;
 const BATCH_DELAY_MS = 5;
 const FLUSH_ATTEMPTS = 6;
+
+/** The wait before another try of a write the database refused: 400 ms, doubling each time. */
+function retryDelayMs(attempt: number): number {
+  return 200 * 2 ** attempt;
+}
 
 interface Queued {
   record: FinalRecord;
@@ -110,7 +116,7 @@ export class UsageService implements OnApplicationShutdown {
           this.logger.error(`${batch.length} usage records could not be written: ${(err as Error).message}; ids ${batch.map((q) => q.record.id).join(',')}`);
           break;
         }
-        await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
+        await sleep(retryDelayMs(attempt));
       }
     }
     for (const q of batch) q.done();
@@ -208,6 +214,27 @@ export class UsageService implements OnApplicationShutdown {
       )
       SELECT (SELECT count(*) FROM done)::int AS updated, (SELECT count(*) FROM balance)::int AS charged`;
     return (rows[0]?.updated ?? 0) === 1;
+  }
+
+  /**
+   * completeGeneration, tried again with backoff while the database refuses it (as the batches
+   * are); the caller keeps the generation joinable until this returns. Null when every try failed:
+   * the row stays running, and a retry of its key collects the generation or waits the row out.
+   */
+  async storeGeneration(id: string, accountId: string, result: GenerationResult, costCents: number, charged: boolean, keepKey: boolean): Promise<boolean | null> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.completeGeneration(id, accountId, result, costCents, charged, keepKey);
+      } catch (err) {
+        const reason = (err as Error).message;
+        if (attempt >= FLUSH_ATTEMPTS) {
+          this.logger.error(`result of ${id} could not be stored: ${reason}`);
+          return null;
+        }
+        this.logger.warn(`result of ${id} not stored yet (try ${attempt} of ${FLUSH_ATTEMPTS}), trying again: ${reason}`);
+        await sleep(retryDelayMs(attempt));
+      }
+    }
   }
 
   /** What the caller of a keyed call received, once it is known. */
