@@ -100,6 +100,39 @@ describe('router limits, across two API replicas', () => {
     expect(statuses.filter((s) => s === 429)).toHaveLength(40);
   });
 
+  it.each([
+    ['one call in flight', { routerMaxConcurrent: 1 }],
+    ['one call per window', { routerWindowCalls: 1 }],
+  ])('duplicates with one Idempotency-Key at a limit of %s: one dispatch, all join it, none refused', async (limit, limits) => {
+    const ws = await world.workspace(limits);
+    const prompt = `ten twins at ${limit} [[slow:300]]`;
+    const replies = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => world.post(ws.token, 'acme/flux-schnell', { prompt }, { 'idempotency-key': 'twins-at-limit' }, i % 2 ? second : world.api)),
+    );
+    expect(replies.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(new Set(replies.map((r) => r.text)).size).toBe(1);
+    expect(world.partners.acme.posts('/v1/run/flux-schnell').filter((r) => r.body.includes(prompt))).toHaveLength(1);
+    // Only the dispatch counts against the window; the duplicates that joined it do not.
+    expect(await redis.hget(`${world.stack.redisPrefix}:router:{${ws.id}}:window`, 'count')).toBe('1');
+  });
+
+  it('a keyed call a limit refuses lets its key go: recorded as refused, and the key dispatches later', async () => {
+    const ws = await world.workspace({ routerMaxConcurrent: 1 });
+    const busy = world.post(ws.token, 'acme/flux-schnell', { prompt: 'holds the only slot [[slow:400]]' });
+    await eventually(async () => world.partners.acme.received.some((r) => r.body.includes('holds the only slot')));
+    const refused = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'keyed, refused first' }, { 'idempotency-key': 'refused-then-run' });
+    expectRouterError(refused, 429, 'concurrency_limit_exceeded');
+    expect((await busy).status).toBe(200);
+    const later = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'keyed, refused first' }, { 'idempotency-key': 'refused-then-run' });
+    expect(later.status).toBe(200);
+    expect(later.headers.get('idempotent-replayed')).toBeNull();
+    expect(await eventually(() => world.stack.db.routerCall.findUnique({ where: { id: expectRequestId(refused) } }))).toMatchObject({
+      outcome: 'concurrency_limit_exceeded',
+      idempotencyKey: null,
+      charged: false,
+    });
+  });
+
   it("frees a crashed replica's slots when their lease expires", async () => {
     const ws = await world.workspace({ routerMaxConcurrent: 1 });
     const inflight = `${world.stack.redisPrefix}:router:{${ws.id}}:inflight`;

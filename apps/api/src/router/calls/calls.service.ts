@@ -144,29 +144,23 @@ export class CallsService {
     };
   }
 
-  /** A new generation: slot, dispatch, wait up to the deadline; the generation may outlive the wait. */
+  /** A new generation: key, slot, dispatch, wait up to the deadline; the generation may outlive the wait. */
   private async fresh(input: CallInput, model: CatalogModel, keyed: { key: string; requestHash: string } | null): Promise<CallReply> {
     this.checkCredits(input.account, model);
     if (input.fate.gone()) throw callerGone();
-    const slot = await this.limits.acquire(input.account, input.callId, model.priceCents);
-    if (input.fate.gone()) {
-      // It left while the slot was being taken.
-      this.limits.release(slot);
-      throw callerGone();
-    }
+    // The key is claimed before a slot is taken: a duplicate that loses the claim joins the winner
+    // and takes nothing from the workspace's limits (no slot, no count in the window).
     if (keyed) {
-      let inserted: boolean;
-      try {
-        inserted = await this.usage.insertKeyed({ id: input.callId, accountId: input.account.id, modelId: model.id, key: keyed.key, requestHash: keyed.requestHash, costCents: model.priceCents });
-      } catch (err) {
-        this.limits.release(slot);
-        throw err;
-      }
-      if (!inserted) {
-        // Another call took the key between our look and our insert: join it.
-        this.limits.release(slot);
-        return this.keyed(input, model, keyed.key, 1);
-      }
+      const claimed = await this.usage.insertKeyed({ id: input.callId, accountId: input.account.id, modelId: model.id, key: keyed.key, requestHash: keyed.requestHash, costCents: model.priceCents });
+      // Another call took the key between our look and our insert: join it.
+      if (!claimed) return this.keyed(input, model, keyed.key, 1);
+    }
+    let slot: Slot;
+    try {
+      slot = await this.takeSlot(input, model);
+    } catch (err) {
+      if (keyed) await this.withdrawClaim(input.callId);
+      throw err;
     }
     const generation = this.start(input, model, slot, keyed !== null);
     const ended = await raceDeadline(generation.promise, this.deadlineAt(input), this.stopping);
@@ -175,6 +169,29 @@ export class CallsService {
     // Tracked: a stop waits for generations whose callers have their answer already.
     this.usage.track(this.recordEnding(input, model, generation, deadlineHit, keyed !== null), `usage record ${input.callId}`);
     return reply;
+  }
+
+  /** The slot the dispatch holds; a limit may refuse it, and a caller that left meanwhile gets none. */
+  private async takeSlot(input: CallInput, model: CatalogModel): Promise<Slot> {
+    const slot = await this.limits.acquire(input.account, input.callId, model.priceCents);
+    if (input.fate.gone()) {
+      this.limits.release(slot);
+      throw callerGone();
+    }
+    return slot;
+  }
+
+  /**
+   * Lets the key of a call that was never dispatched go, so that its duplicates and retries
+   * dispatch; the call is then recorded as any refused call is.
+   */
+  private async withdrawClaim(callId: string): Promise<void> {
+    try {
+      await this.usage.withdrawKeyed(callId);
+    } catch (err) {
+      // The row stays running without a handle: the key is freed once it is presumed lost.
+      this.logger.error(`key claim of ${callId} not withdrawn: ${(err as Error).message}`);
+    }
   }
 
   /** Once the generation has ended and the caller has its answer (or left): what it got, and the charge. */

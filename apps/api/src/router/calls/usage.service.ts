@@ -170,6 +170,11 @@ export class UsageService implements OnApplicationShutdown {
     return rows.length === 1;
   }
 
+  /** Removes a keyed call's row that was never dispatched: the key is free again, and the id free for the call's final record. */
+  async withdrawKeyed(id: string): Promise<void> {
+    await this.db.routerCall.deleteMany({ where: { id, state: 'running', providerHandle: null } });
+  }
+
   async findByKey(accountId: string, key: string): Promise<KeyedRow | null> {
     return this.db.routerCall.findUnique({ where: { accountId_idempotencyKey: { accountId, idempotencyKey: key } } });
   }
