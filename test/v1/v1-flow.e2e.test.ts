@@ -164,6 +164,27 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     expect(Buffer.from(await (await fetch(input.headers.get('location')!)).arrayBuffer()).equals(testPng(8, 6))).toBe(true);
   });
 
+  it('has a prompt in the history by the time its socket gets the closing executing {node: null}', async () => {
+    // Clients (the engine's own websocket example among them) read the history at that message,
+    // which the engine sends after writing it. Here the job's row is held locked, so the worker
+    // cannot store the job's end: the closing must wait for it.
+    const id = await world.prompt(a.key, sleeper(300), { client_id: 'client-a1' });
+    const closing = (m: { type?: string; data?: any }) => m.type === 'executing' && m.data?.node === null && m.data?.prompt_id === id;
+    await legacy.waitFor((m) => m.type === 'execution_start' && m.data?.prompt_id === id);
+    await world.stack.db.$transaction(
+      async (tx) => {
+        await tx.$queryRaw`SELECT id FROM jobs WHERE id = ${id}::uuid FOR UPDATE`;
+        await legacy.waitFor((m) => m.type === 'execution_success' && m.data?.prompt_id === id);
+        await new Promise((r) => setTimeout(r, 500));
+        expect(legacy.texts(id).some(closing)).toBe(false);
+      },
+      { timeout: 30_000 },
+    );
+    await legacy.ended(id);
+    const history = await world.get(a.key, `/api/history/${id}`);
+    expect(history.body[id]?.status?.status_str).toBe('success');
+  });
+
   it('keeps accounts apart: messages, files, history and queue entries', async () => {
     // B's socket saw its greeting and nothing of A's run.
     expect(other.messages.every((m) => m.kind === 'text' && m.type === 'status')).toBe(true);

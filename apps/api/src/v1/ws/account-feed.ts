@@ -46,6 +46,8 @@ export class AccountFeed {
   private chain: Promise<void> = Promise.resolve();
   private backlog = 0;
   private readonly started = new RecentIds();
+  /** Prompts whose engine said they ended, waiting for their job's terminal status. */
+  private readonly finishing = new RecentIds();
   private readonly ended = new RecentIds();
   private readonly unsubscribe: Array<() => void>;
 
@@ -106,7 +108,12 @@ export class AccountFeed {
       text = JSON.stringify({ type: message.type, data: { ...data, exception_type: cloudExceptionType(null, String(data.exception_type ?? ''), data.node_type as string | null) } });
     }
     for (const s of this.sockets) s.sendText(text);
-    if (TERMINAL_MESSAGES.has(message.type) && promptId) await this.closePrompt(promptId);
+    if (!TERMINAL_MESSAGES.has(message.type) || !promptId) return;
+    // Clients read the history on the closing `executing {node: null}`, as the engine writes it
+    // before sending that. Ours is written when the worker stores the job's end, just after this
+    // message: the closing waits for the job's terminal status, unless that came first.
+    if (this.ended.has(promptId)) await this.closePrompt(promptId);
+    else this.finishing.add(promptId);
   }
 
   /** What the engine sends after a prompt ends: the queue count, then `executing` with no node. */
@@ -158,6 +165,8 @@ export class AccountFeed {
     }
     if (!TERMINAL_STATUSES.has(status)) return;
     if (this.ended.has(e.jobId)) return;
+    // The engine's own ending went out already: only the closing is left.
+    if (this.finishing.has(e.jobId)) return this.closePrompt(e.jobId);
     const job = await this.deps.job(e.jobId);
     const timestamp = Date.now();
     if ((status === 'failed' || status === 'expired') && job) {
