@@ -96,6 +96,8 @@ export interface AccountMessage {
   /** A JSON text frame (`{type, data}`), or a preview image for a binary frame. */
   text?: string;
   preview?: { imageType: 'jpeg' | 'png'; base64: string; metadata: Record<string, unknown> };
+  /** A node's progress text, for a TEXT binary frame (type 3); partner nodes report this way. */
+  progressText?: { nodeId: string; text: string };
 }
 
 export async function publishAccountMessage(redis: Redis, keys: JobKeys, message: AccountMessage): Promise<void> {

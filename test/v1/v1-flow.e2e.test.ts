@@ -1,3 +1,4 @@
+import { decodeBinaryFrame } from '#libs/engine-protocol';
 import { blake3Hex } from '#libs/storage';
 import { call } from '../support/http.js';
 import { decodePng } from '../../apps/api/src/v1/images/png.js';
@@ -117,6 +118,15 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     // Each preview frame arrives before its step's progress message.
     const order = withMetadata.messages.filter((m) => m.kind === 'binary' || m.type === 'progress').map((m) => (m.kind === 'binary' ? 'frame' : 'progress'));
     expect(order).toEqual(['frame', 'progress', 'frame', 'progress', 'frame', 'progress']);
+  });
+
+  it("relays a node's progress text as a TEXT frame (type 3), to every socket of the account only", async () => {
+    const id = await world.prompt(a.key, sleeper(7), { client_id: 'client-a1' });
+    await legacy.ended(id);
+    await withMetadata.ended(id);
+    const textFrames = (socket: V1Socket) => socket.binaries().filter((f) => f.readUInt32BE(0) === 3).map((f) => decodeBinaryFrame(f));
+    for (const socket of [legacy, withMetadata]) expect(textFrames(socket)).toEqual([{ kind: 'text', eventType: 3, nodeId: '1', text: 'slept 7 ms' }]);
+    expect(textFrames(other)).toEqual([]);
   });
 
   it('answers history in the engine shape, with outputs that /api/view finds', async () => {

@@ -96,11 +96,11 @@ describe('v1 socket memory bound', () => {
 
   it('drops previews for a slow reader first, then closes it with 1008', () => {
     const { ws, sent, closed, client } = fakeSocket();
-    client.sendPreview(Buffer.from('frame'));
+    client.sendExpendable(Buffer.from('frame'));
     client.sendText('{"type":"progress"}');
     expect(sent).toHaveLength(2);
     ws.bufferedAmount = PREVIEW_DROP_BYTES + 1;
-    client.sendPreview(Buffer.from('frame'));
+    client.sendExpendable(Buffer.from('frame'));
     client.sendText('{"type":"executed"}');
     expect(sent).toHaveLength(3);
     ws.bufferedAmount = MAX_BUFFERED_BYTES + 1;

@@ -241,6 +241,10 @@ export class JobRunner {
         enqueue(async () => {
           void forwardV1(message).catch(() => undefined);
         }),
+      progressText: (nodeId, text) =>
+        enqueue(async () => {
+          void publishAccountMessage(redis, keys, { accountId: job.accountId, progressText: { nodeId, text } }).catch(() => undefined);
+        }),
     });
 
     const onMessage = (m: EngineMessage) => ctx.onMessage(m);

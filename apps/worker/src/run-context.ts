@@ -17,6 +17,8 @@ export interface RunHooks {
   outputs(nodeId: string, outputs: ReportedOutput[], message: EngineMessage): void;
   /** Every other execution message of this prompt, for the v1 WebSocket. */
   forward(message: EngineMessage): void;
+  /** A node's progress text (a TEXT binary frame), for the v1 WebSocket. */
+  progressText(nodeId: string, text: string): void;
 }
 
 interface DataWithPrompt {
@@ -123,6 +125,8 @@ export class RunContext {
       this.hooks.preview(frame.image, frame.mimeType, this.tracker.snapshot().current_node, null);
     } else if (frame.kind === 'preview_image_with_metadata' && frame.metadata.prompt_id === this.promptId) {
       this.hooks.preview(frame.image, frame.mimeType, frame.metadata.node_id, frame.metadata);
+    } else if (frame.kind === 'text') {
+      this.hooks.progressText(frame.nodeId, frame.text);
     }
   }
 }

@@ -1,5 +1,5 @@
 import type { Job } from '#libs/db';
-import { encodePreviewImageFrame, encodePreviewImageWithMetadataFrame, mimeToImageFormat, type PreviewMetadata } from '#libs/engine-protocol';
+import { encodePreviewImageFrame, encodePreviewImageWithMetadataFrame, encodeTextFrame, mimeToImageFormat, type PreviewMetadata } from '#libs/engine-protocol';
 import type { AccountMessage, PublishedJobEvent } from '#libs/jobs';
 import type { EventFanout } from '../../jobs/event-fanout.js';
 import { cloudExceptionType } from '../jobs/v1-status.js';
@@ -57,7 +57,7 @@ export class AccountFeed {
   ) {
     this.unsubscribe = [
       deps.fanout.onAccount(accountId, (m) => {
-        if (m.preview && this.backlog > MAX_BACKLOG / 2) return;
+        if ((m.preview || m.progressText) && this.backlog > MAX_BACKLOG / 2) return;
         this.enqueue(() => this.onEngineMessage(m));
       }),
       deps.fanout.onAccountJobs(accountId, (e) => {
@@ -92,6 +92,11 @@ export class AccountFeed {
 
   private async onEngineMessage(m: AccountMessage): Promise<void> {
     if (m.preview) return this.onPreview(m.preview);
+    if (m.progressText) {
+      const frame = encodeTextFrame(m.progressText.nodeId, m.progressText.text);
+      for (const s of this.sockets) s.sendExpendable(frame);
+      return;
+    }
     if (!m.text) return;
     let message: { type?: unknown; data?: Record<string, unknown> };
     try {
@@ -139,10 +144,10 @@ export class AccountFeed {
           real_node_id: String(meta.real_node_id ?? meta.node_id ?? ''),
           image_type: mime,
         } satisfies PreviewMetadata);
-        s.sendPreview(withMetadata);
+        s.sendExpendable(withMetadata);
       } else {
         legacy ??= encodePreviewImageFrame(image, mimeToImageFormat(mime));
-        s.sendPreview(legacy);
+        s.sendExpendable(legacy);
       }
     }
   }

@@ -25,7 +25,8 @@ export class ClientSocket {
     this.sendText(JSON.stringify({ type, data }));
   }
 
-  sendPreview(frame: Buffer): void {
+  /** A preview or progress-text frame: dropped, not queued, behind a client that reads slowly. */
+  sendExpendable(frame: Buffer): void {
     if (!this.writable()) return;
     if (this.ws.bufferedAmount > MAX_BUFFERED_BYTES) return this.shed();
     if (this.ws.bufferedAmount > PREVIEW_DROP_BYTES) return;
