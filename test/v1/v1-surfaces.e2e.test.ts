@@ -1,8 +1,7 @@
 import { request } from 'node:http';
-import WebSocket from 'ws';
 import { tinyImage } from '../support/cloud.js';
 import { bearer, call, callWithHost } from '../support/http.js';
-import { V1World, sleeper } from './v1-world.js';
+import { V1World, sleeper, upgradeStatusOf } from './v1-world.js';
 
 const TOKEN = 'static-token-123';
 
@@ -15,24 +14,6 @@ function statusFrom(localAddress: string, url: string, headers: Record<string, s
     });
     req.on('error', reject);
     req.end();
-  });
-}
-
-/** The status a WebSocket upgrade from a chosen loopback address is answered with (101 when accepted). */
-function upgradeFrom(localAddress: string, url: string, headers: Record<string, string> = {}): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { localAddress, headers });
-    ws.on('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.on('open', () => {
-      ws.close();
-      resolve(101);
-    });
-    ws.on('error', (err) => {
-      if (ws.readyState !== WebSocket.CLOSED) reject(err);
-    });
   });
 }
 
@@ -82,17 +63,17 @@ describe('v1 on the self-hosted and deployment surfaces', () => {
       const queue = `${limited.url}/api/queue`;
       const ws = `${limited.url.replace('http', 'ws')}/ws?clientId=x`;
       for (let n = 0; n < 4; n++) expect((await statusFrom(source, queue)).status).toBe(401);
-      expect(await upgradeFrom(source, ws)).toBe(401);
+      expect(await upgradeStatusOf(ws, { localAddress: source })).toBe(401);
       expect((await statusFrom(source, queue, { 'x-api-key': TOKEN })).status).toBe(200);
 
       // One wrong guess per way of presenting the token, then even the right one waits.
       expect((await statusFrom(source, queue, { 'x-api-key': 'wrong-token' })).status).toBe(401);
       expect((await statusFrom(source, queue, bearer('wrong-token'))).status).toBe(401);
-      expect(await upgradeFrom(source, `${ws}&token=wrong-token`)).toBe(401);
+      expect(await upgradeStatusOf(`${ws}&token=wrong-token`, { localAddress: source })).toBe(401);
       const blocked = await statusFrom(source, queue, { 'x-api-key': TOKEN });
       expect(blocked.status).toBe(429);
       expect(Number(blocked.retryAfter)).toBeGreaterThan(0);
-      expect(await upgradeFrom(source, `${ws}&token=${TOKEN}`)).toBe(429);
+      expect(await upgradeStatusOf(`${ws}&token=${TOKEN}`, { localAddress: source })).toBe(429);
       // Other addresses are not held back.
       expect((await statusFrom('127.0.0.42', queue, { 'x-api-key': TOKEN })).status).toBe(200);
     });

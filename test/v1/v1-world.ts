@@ -97,20 +97,9 @@ export class V1World {
     return socket;
   }
 
-  /** Rejects with the HTTP status the server answered the upgrade with. */
+  /** The HTTP status the server answered a WebSocket upgrade with (101 when accepted). */
   upgradeStatus(path: string, headers: Record<string, string> = {}): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(`${this.url.replace('http', 'ws')}${path}`, { headers });
-      ws.on('unexpected-response', (_req, res) => {
-        resolve(res.statusCode ?? 0);
-        ws.terminate();
-      });
-      ws.on('open', () => {
-        ws.close();
-        resolve(101);
-      });
-      ws.on('error', (err) => reject(err));
-    });
+    return upgradeStatusOf(`${this.url.replace('http', 'ws')}${path}`, { headers });
   }
 }
 
@@ -204,4 +193,22 @@ export function textToImage(steps = 3, size = 64): Record<string, any> {
 
 export function sleeper(ms: number): Record<string, any> {
   return { '1': { class_type: 'SimSleep', inputs: { ms } } };
+}
+
+/** The HTTP status a WebSocket upgrade to `url` is answered with (101 when accepted), optionally from a chosen local address. */
+export function upgradeStatusOf(url: string, options: { headers?: Record<string, string>; localAddress?: string } = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, options);
+    ws.on('unexpected-response', (_req, res) => {
+      resolve(res.statusCode ?? 0);
+      ws.terminate();
+    });
+    ws.on('open', () => {
+      ws.close();
+      resolve(101);
+    });
+    ws.on('error', (err) => {
+      if (ws.readyState !== WebSocket.CLOSED) reject(err);
+    });
+  });
 }
