@@ -148,7 +148,7 @@ export class Sweeper {
    */
   private async expireDeadlines(now: Date): Promise<number> {
     let count = 0;
-    await inBatches(this.options.passBudgetMs ?? PASS_BUDGET_MS, async () => {
+    await this.inBatches(async () => {
       const late = await this.db.$queryRaw<LateJob[]>(lateJobsQuery(now, new Date(now.getTime() - this.options.deadlineGraceMs), PURGE_BATCH));
       for (const job of late) {
         const done = await finishJob(
@@ -184,7 +184,7 @@ export class Sweeper {
   private async purgeRetention(now: Date): Promise<{ jobs: number; assets: number }> {
     let jobs = 0;
     let assets = 0;
-    await inBatches(this.options.passBudgetMs ?? PASS_BUDGET_MS, async () => {
+    await this.inBatches(async () => {
       const ids = (await this.db.job.findMany({ where: { expiresAt: { lt: now } }, select: { id: true }, take: PURGE_BATCH })).map((j) => j.id);
       if (ids.length === 0) return 0;
       const owned = await this.db.asset.findMany({ where: { jobId: { in: ids } }, select: { id: true } });
@@ -193,20 +193,21 @@ export class Sweeper {
       await Promise.all(ids.map((id) => this.events.drop(id)));
       return ids.length;
     });
-    await inBatches(this.options.passBudgetMs ?? PASS_BUDGET_MS, async () => {
+    await this.inBatches(async () => {
       const ids = (await this.db.asset.findMany({ where: { expiresAt: { lt: now }, jobId: null }, select: { id: true }, take: PURGE_BATCH })).map((a) => a.id);
       assets += await deleteAssetsAndOrphanBlobs(this.db, this.store, ids);
       return ids.length;
     });
     return { jobs, assets };
   }
+
+  /** Runs `batch` (it returns how many items it found) until one finds less than a full batch, or the pass's budget is spent. */
+  private async inBatches(batch: () => Promise<number>): Promise<void> {
+    const until = Date.now() + (this.options.passBudgetMs ?? PASS_BUDGET_MS);
+    while ((await batch()) >= PURGE_BATCH && Date.now() < until);
+  }
 }
 
-/** Runs `batch` (it returns how many items it found) until one finds less than a full batch, or the budget is spent. */
-async function inBatches(budgetMs: number, batch: () => Promise<number>): Promise<void> {
-  const until = Date.now() + budgetMs;
-  while ((await batch()) >= PURGE_BATCH && Date.now() < until);
-}
 
 interface LateJob {
   id: string;
