@@ -189,6 +189,16 @@ export class EngineClient {
     return this.json('GET', nodeClass ? `/object_info/${encodeURIComponent(nodeClass)}` : '/object_info');
   }
 
+  /** Embedding names (`/embeddings`). */
+  embeddings(): Promise<string[]> {
+    return this.json('GET', '/embeddings');
+  }
+
+  /** Model folder names (`/models`), or one folder's file names (`/models/{folder}`). */
+  models(folder?: string): Promise<string[]> {
+    return this.json('GET', folder === undefined ? '/models' : `/models/${encodeURIComponent(folder)}`);
+  }
+
   /** Queue a prompt. Throws `EngineValidationError` with the engine's 400 body when refused. */
   async submitPrompt(request: SubmitPromptRequest): Promise<SubmitPromptResponse> {
     const res = await this.request('POST', '/prompt', { json: request });

@@ -14,4 +14,4 @@ export { Dispatcher, queuePositions, queuePositionsOf } from './dispatcher.js';
 export { dropEmptyQueueCounts } from './queue-counts.js';
 export { Sweeper, lateJobsQuery } from './sweeper.js';
 export type { SweeperOptions, SweepReport } from './sweeper.js';
-export { publishNodeDefinitions, NodeDefinitionsCache } from './node-definitions.js';
+export { publishEngineReport, EngineReportCache, type EngineModels } from './engine-reports.js';

@@ -16,8 +16,9 @@ export interface JobKeys {
   dispatchLock: string;
   dispatchDirty: string;
   sweeperLock: string;
+  /** Engine reports (see `engine-reports.ts`); each has its version at `<key>:version`. */
   nodeDefinitions: string;
-  nodeDefinitionsVersion: string;
+  engineModels: string;
 }
 
 export function jobKeys(prefix: string): JobKeys {
@@ -36,7 +37,7 @@ export function jobKeys(prefix: string): JobKeys {
     dispatchDirty: `${prefix}:dispatch:dirty`,
     sweeperLock: `${prefix}:sweeper:lock`,
     nodeDefinitions: `${prefix}:engine:object_info`,
-    nodeDefinitionsVersion: `${prefix}:engine:object_info:version`,
+    engineModels: `${prefix}:engine:models`,
   };
 }
 

@@ -126,10 +126,10 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
     // fleet, an engine updated in between): the worker's submission is refused by the engine.
     const keys = jobKeys(world.stack.redisPrefix);
     const saved = await redis.get(keys.nodeDefinitions);
-    const savedVersion = await redis.get(keys.nodeDefinitionsVersion);
+    const savedVersion = await redis.get(`${keys.nodeDefinitions}:version`);
     const defs = JSON.parse(saved!);
     defs.SimGhost = { ...defs.SimSleep, name: 'SimGhost' };
-    await redis.multi().set(keys.nodeDefinitions, JSON.stringify(defs)).set(keys.nodeDefinitionsVersion, 'ghost').exec();
+    await redis.multi().set(keys.nodeDefinitions, JSON.stringify(defs)).set(`${keys.nodeDefinitions}:version`, 'ghost').exec();
     try {
       await new Promise((r) => setTimeout(r, 2_200)); // the API rechecks definitions every 2 s
       const { error, history, status } = await failWith({ '1': { class_type: 'SimGhost', inputs: { ms: 1 } } });
@@ -139,7 +139,7 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
       // The failure also comes as a notification for people.
       expect(ws.messages.some((m) => m.type === 'notification' && typeof m.data.value === 'string' && m.data.value.includes('refused'))).toBe(true);
     } finally {
-      await redis.multi().set(keys.nodeDefinitions, saved!).set(keys.nodeDefinitionsVersion, savedVersion!).exec();
+      await redis.multi().set(keys.nodeDefinitions, saved!).set(`${keys.nodeDefinitions}:version`, savedVersion!).exec();
     }
   });
 

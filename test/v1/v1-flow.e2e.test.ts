@@ -264,4 +264,22 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     expect((await world.get(a.key, '/api/object_info/NoSuchNode')).body).toEqual({});
     expect((await world.get(a.key, '/api/object_info/KSampler')).body.KSampler.input.required.sampler_name[0]).toContain('euler');
   });
+
+  it("lists the engines' model folders, models and embeddings as the engine does", async () => {
+    const engine = async (path: string) => (await call(world.engine.url + path)).body;
+    const folders = await engine('/models');
+    expect(folders).toContain('checkpoints');
+    expect((await world.get(a.key, '/api/models')).body).toEqual(folders);
+    const checkpoints = await engine('/models/checkpoints');
+    expect(checkpoints.length).toBeGreaterThan(0);
+    expect((await world.get(a.key, '/api/models/checkpoints')).body).toEqual(checkpoints);
+    expect((await world.get(b.key, '/api/models/loras')).body).toEqual(await engine('/models/loras'));
+    expect((await world.get(a.key, '/api/embeddings')).body).toEqual(await engine('/embeddings'));
+    // The service serves no front end, so there are no extension scripts to load.
+    expect((await world.get(a.key, '/api/extensions')).body).toEqual([]);
+    const unknown = await world.get(a.key, '/api/models/no-such-folder');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.code).toBe('not_found');
+    expect((await call(world.api.url + '/api/models')).status).toBe(401);
+  });
 });

@@ -14,7 +14,8 @@ import {
   WorkerRegistry,
   createRunQueue,
   jobKeys,
-  publishNodeDefinitions,
+  publishEngineReport,
+  type EngineModels,
   type RunPayload,
   type WorkerState,
 } from '#libs/jobs';
@@ -167,13 +168,30 @@ export class WorkerProcess {
     this.log('info', 'ready', { engine: this.config.worker.engineUrl, port: this.healthPort });
   }
 
-  /** Shares the engine's node definitions so the API validates workflows against them. */
+  /**
+   * Shares what the engine reports about itself: its node definitions, so the API validates
+   * workflows against them, and its model and embedding names, which v1 clients list.
+   */
   private async publishDefinitions(): Promise<void> {
     if (!this.engineReady) return;
+    const keys = jobKeys(this.config.redisPrefix);
     const definitions = await this.engine.objectInfo();
-    if (await publishNodeDefinitions(this.redis, jobKeys(this.config.redisPrefix), definitions)) {
+    if (await publishEngineReport(this.redis, keys.nodeDefinitions, definitions)) {
       this.log('info', 'published node definitions', { classes: Object.keys(definitions).length });
     }
+    // Listing models is a convenience for v1 clients: an engine without these routes still runs jobs.
+    try {
+      await publishEngineReport(this.redis, keys.engineModels, await this.engineModels());
+    } catch (err) {
+      this.log('warn', 'could not list the engine models', { err: (err as Error).message });
+    }
+  }
+
+  private async engineModels(): Promise<EngineModels> {
+    const folders: Record<string, string[]> = {};
+    // One folder at a time: a few small local reads every 30 s, never a burst at the engine.
+    for (const folder of await this.engine.models()) folders[folder] = await this.engine.models(folder);
+    return { embeddings: await this.engine.embeddings(), folders };
   }
 
   private async process(payload: RunPayload): Promise<void> {

@@ -334,6 +334,7 @@ const v1: Record<string, Schema> = {
     description: 'Node definitions keyed by class name; each has at least `input.required`.',
     additionalProperties: { type: 'object' },
   },
+  V1NameList: { type: 'array', items: { type: 'string' } },
   V1Features: {
     type: 'object',
     required: ['supports_preview_metadata', 'max_upload_size'],

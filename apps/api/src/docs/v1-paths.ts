@@ -26,6 +26,14 @@ export const V1_PATHS: Record<string, Obj> = {
   '/api/object_info/{cls}': {
     get: op('One node definition', { 200: json('V1ObjectInfo', 'The class, or `{}` when unknown.') }, { parameters: [pathParam('cls', 'Node class name.')] }),
   },
+  '/api/embeddings': { get: op('Embedding names', { 200: json('V1NameList', 'As the engines last reported them.') }) },
+  '/api/extensions': { get: op('Front-end extension scripts', { 200: json('V1NameList', 'Always empty: the service serves no front end.') }) },
+  '/api/models': { get: op('Model folders', { 200: json('V1NameList', 'As the engines last reported them.') }) },
+  '/api/models/{folder}': {
+    get: op('Files in a model folder', { 200: json('V1NameList', 'As the engines last reported them.') }, { parameters: [pathParam('folder', 'Model folder name.')] }, [
+      'not_found',
+    ]),
+  },
   '/api/features': { get: op('Server features', { 200: json('V1Features', 'What clients read when they connect.') }) },
   '/api/system_stats': { get: op('System stats', { 200: json('V1SystemStats', 'The shape clients read; the engines are behind the service.') }) },
   '/api/upload/image': {

@@ -7,13 +7,14 @@ import {
   Dispatcher,
   ExtraDataVault,
   JobEventLog,
-  NodeDefinitionsCache,
+  EngineReportCache,
   Sweeper,
   WorkerRegistry,
   createRunQueue,
   jobKeys,
   queuePositionsOf,
   queuePositions,
+  type EngineModels,
   type JobKeys,
   type RunPayload,
 } from '#libs/jobs';
@@ -33,7 +34,9 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy, OnApplication
   readonly vault: ExtraDataVault;
   readonly registry: WorkerRegistry;
   readonly dispatcher: Dispatcher;
-  readonly definitions: NodeDefinitionsCache<NodeDefinitions>;
+  readonly definitions: EngineReportCache<NodeDefinitions>;
+  /** The engines' model and embedding names, which v1 clients list. */
+  readonly models: EngineReportCache<EngineModels>;
   /**
    * Job statuses for the event streams that poll (each waiting job's stream every second; an
    * enterprise account may hold 5,000), read together: at most a hundred queries a second, a
@@ -60,7 +63,8 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy, OnApplication
     this.vault = new ExtraDataVault(redis, this.keys, config.signingSecret);
     this.registry = new WorkerRegistry(redis, this.keys);
     this.dispatcher = new Dispatcher(db, redis, this.queue, this.registry, this.keys);
-    this.definitions = new NodeDefinitionsCache<NodeDefinitions>(redis, this.keys);
+    this.definitions = new EngineReportCache<NodeDefinitions>(redis, this.keys.nodeDefinitions);
+    this.models = new EngineReportCache<EngineModels>(redis, this.keys.engineModels);
     this.statusReads = new BatchedReads<Pick<Job, 'status' | 'createdAt'>>(
       async (ids) => new Map((await db.job.findMany({ where: { id: { in: ids } }, select: { id: true, status: true, createdAt: true } })).map((job) => [job.id, job])),
       { gatherMs: 10, maxIds: 1_000 },

@@ -1,13 +1,15 @@
 import { Controller, Get, Inject, Param, UseGuards } from '@nestjs/common';
 import type { Config } from '#libs/config';
+import { ApiError } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { CONFIG } from '../core/tokens.js';
+import { JobPipeline } from '../jobs/job-pipeline.js';
 import { SubmissionService } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
 import { V1Files } from './files/v1-files.service.js';
 
-/** What clients read when they connect: node definitions, features, system stats. */
+/** What clients read when they connect: node definitions, models, features, system stats. */
 @Controller('api')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1InfoController {
@@ -15,6 +17,7 @@ export class V1InfoController {
     @Inject(CONFIG) private readonly config: Config,
     private readonly submissions: SubmissionService,
     private readonly files: V1Files,
+    private readonly pipeline: JobPipeline,
   ) {}
 
   @Get('object_info')
@@ -29,6 +32,36 @@ export class V1InfoController {
     if (!Object.hasOwn(defs, cls)) return {};
     const mine = this.files.accountDefinitions({ [cls]: defs[cls]! }, await this.files.uploadedNames(account.id));
     return { [cls]: mine[cls] };
+  }
+
+  @Get('embeddings')
+  async embeddings() {
+    return (await this.engineModels()).embeddings;
+  }
+
+  /** Front-end extension scripts: the service serves no front end, so there are none. */
+  @Get('extensions')
+  extensions() {
+    return [];
+  }
+
+  @Get('models')
+  async modelFolders() {
+    return Object.keys((await this.engineModels()).folders);
+  }
+
+  @Get('models/:folder')
+  async models(@Param('folder') folder: string) {
+    const { folders } = await this.engineModels();
+    if (!Object.hasOwn(folders, folder)) throw ApiError.notFound('model folder');
+    return folders[folder];
+  }
+
+  /** As the engines last reported them; like node definitions, unavailable until one has. */
+  private async engineModels() {
+    const models = await this.pipeline.models.get();
+    if (models) return models;
+    throw new ApiError('service_unavailable', 'No engine has reported its models yet; retry shortly.', undefined, { 'retry-after': '5' });
   }
 
   @Get('features')
