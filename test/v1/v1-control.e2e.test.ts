@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import WebSocket from 'ws';
 import { ExtraDataVault, jobKeys } from '#libs/jobs';
 import { TEST_REDIS_URL, TEST_SIGNING_SECRET } from '../support/env.js';
+import { call } from '../support/http.js';
 import { V1Socket, V1World, sleeper, testPng } from './v1-world.js';
 
 const PARTNER_KEY = 'partner-secret-key-0123456789';
@@ -83,6 +84,42 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
     await ws.ended(running, 5000);
     expect(await world.waitStatus(a.key, running, ['cancelled'])).toBe('cancelled');
     expect((await world.get(a.key, '/api/queue')).body).toEqual({ queue_running: [], queue_pending: [] });
+  });
+
+  it('clears the history and deletes prompts from it; the jobs stay for v2, other accounts untouched', async () => {
+    const c = await world.account();
+    const d = await world.account();
+    const [first, second, third] = [await world.prompt(c.key, sleeper(1)), await world.prompt(c.key, sleeper(1)), await world.prompt(c.key, sleeper(1))];
+    const theirs = await world.prompt(d.key, sleeper(1));
+    for (const id of [first, second, third]) await world.waitStatus(c.key, id, ['success']);
+    await world.waitStatus(d.key, theirs, ['success']);
+    const historyIds = async (key: string) => Object.keys((await world.get(key, '/api/history')).body).sort();
+    expect(await historyIds(c.key)).toEqual([first, second, third].sort());
+
+    expect((await world.post(c.key, '/api/history', { delete: [first, 'not-a-uuid'] })).status).toBe(200);
+    expect((await world.get(c.key, `/api/history/${first}`)).body).toEqual({});
+    expect(await historyIds(c.key)).toEqual([second, third].sort());
+    // Another account's ids name nothing of the caller's: its history stays whole.
+    expect((await world.post(c.key, '/api/history', { delete: [theirs] })).status).toBe(200);
+    expect((await world.post(d.key, '/api/history', { delete: [second] })).status).toBe(200);
+    expect(await historyIds(c.key)).toEqual([second, third].sort());
+    expect(await historyIds(d.key)).toEqual([theirs]);
+
+    expect((await world.post(c.key, '/api/history', { clear: true })).status).toBe(200);
+    expect((await world.get(c.key, '/api/history')).body).toEqual({});
+    expect((await world.get(c.key, `/api/history/${third}`)).body).toEqual({});
+    expect(await historyIds(d.key)).toEqual([theirs]);
+    // The jobs themselves are untouched: v2 still has them, with their outputs.
+    const job = await call(`${world.url}/api/v2/jobs/${third}`, { headers: { authorization: `Bearer ${c.key}` } });
+    expect(job.status).toBe(200);
+    expect(job.body.status).toBe('succeeded');
+    // A prompt that ends after the clear is history again.
+    const later = await world.prompt(c.key, sleeper(1));
+    await world.waitStatus(c.key, later, ['success']);
+    expect(await historyIds(c.key)).toEqual([later]);
+
+    expect((await world.post(c.key, '/api/history', { delete: 'x' })).status).toBe(400);
+    expect((await world.post(c.key, '/api/history', '{bad', 'application/json')).status).toBe(400);
   });
 
   async function failWith(prompt: Record<string, unknown>): Promise<{ error: any; history: any; status: string }> {

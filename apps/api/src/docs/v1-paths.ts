@@ -70,6 +70,10 @@ export const V1_PATHS: Record<string, Obj> = {
     get: op('Finished jobs', { 200: json('V1History', 'Oldest first.') }, {
       parameters: [query('max_items', 'At most this many (default 200, at most 1000).', { type: 'integer' }), query('offset', 'Skip this many of the newest.', { type: 'integer' })],
     }),
+    post: op('Clear or prune the history', { 200: empty, 400: engineError }, {
+      description: '`{clear: true}` empties your history, `{delete: [prompt_id, ...]}` takes those prompts out of it. The jobs stay: v2 still lists them and their outputs.',
+      ...jsonBody('V1QueueRequest', false),
+    }),
   },
   '/api/history/{id}': {
     get: op('One finished job', { 200: json('V1History', 'The job, or `{}` when unknown or unfinished.') }, { parameters: [pathParam('id', 'The prompt id.')] }),

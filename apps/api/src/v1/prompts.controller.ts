@@ -26,6 +26,28 @@ function intParam(value: unknown, fallback: number, max: number): number {
   return Math.min(n, max);
 }
 
+/** The body of the engine's queue and history edits: `{delete?: [prompt_id, ...], clear?: true}`. */
+function parseDeleteBody(raw: unknown): { ids: string[]; clear: boolean } {
+  const body = parseJsonObject(raw);
+  if (body.delete !== undefined && (!Array.isArray(body.delete) || body.delete.some((id) => typeof id !== 'string'))) {
+    throw new BadBody('invalid_request', 'delete must be a list of prompt ids', 'delete');
+  }
+  // An id that is not a UUID names no job: nothing to do for it, as the engine ignores unknown ids.
+  const ids = ((body.delete as string[] | undefined) ?? []).filter(isUuid).map((id) => id.toLowerCase());
+  return { ids: ids.slice(0, 1000), clear: body.clear === true };
+}
+
+/** Runs an engine-body parser; a bad body is answered with the engine's 400 and gives null. */
+function parsedOr400<T>(reply: FastifyReply, parse: () => T): T | null {
+  try {
+    return parse();
+  } catch (err) {
+    if (!(err instanceof BadBody)) throw err;
+    void reply.status(400).send(engineErrorBody(err.type, err.message, err.details));
+    return null;
+  }
+}
+
 /**
  * The engine's 400 body for a prompt refused for what it is; null for any other refusal (credits,
  * limits, a stopped or starting deployment), which keeps its own status in the error envelope.
@@ -151,20 +173,11 @@ export class V1PromptsController {
   @Post('queue')
   @HttpCode(200)
   async manageQueue(@CurrentAccount() account: Account, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
-    let body: Record<string, unknown>;
-    try {
-      body = parseJsonObject(raw);
-      if (body.delete !== undefined && (!Array.isArray(body.delete) || body.delete.some((id) => typeof id !== 'string'))) {
-        throw new BadBody('invalid_request', 'delete must be a list of prompt ids', 'delete');
-      }
-    } catch (err) {
-      if (err instanceof BadBody) return reply.status(400).send(engineErrorBody(err.type, err.message, err.details));
-      throw err;
-    }
-    const ids = ((body.delete as string[] | undefined) ?? []).filter(isUuid).map((id) => id.toLowerCase());
+    const body = parsedOr400(reply, () => parseDeleteBody(raw));
+    if (!body) return reply;
     const targets: Job[] = [];
-    if (ids.length > 0) targets.push(...(await this.db.job.findMany({ where: { id: { in: ids.slice(0, 1000) }, accountId: account.id, status: { in: ['queued', 'running'] } } })));
-    if (body.clear === true) targets.push(...(await this.db.job.findMany({ where: { accountId: account.id, status: 'queued' } })));
+    if (body.ids.length > 0) targets.push(...(await this.db.job.findMany({ where: { id: { in: body.ids }, accountId: account.id, status: { in: ['queued', 'running'] } } })));
+    if (body.clear) targets.push(...(await this.db.job.findMany({ where: { accountId: account.id, status: 'queued' } })));
     for (const job of targets) await this.control.cancel(job);
     return reply.status(200).send();
   }
@@ -173,13 +186,8 @@ export class V1PromptsController {
   @Post('interrupt')
   @HttpCode(200)
   async interrupt(@CurrentAccount() account: Account, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
-    let body: Record<string, unknown>;
-    try {
-      body = parseJsonObject(raw);
-    } catch (err) {
-      if (err instanceof BadBody) return reply.status(400).send(engineErrorBody(err.type, err.message, err.details));
-      throw err;
-    }
+    const body = parsedOr400(reply, () => parseJsonObject(raw));
+    if (!body) return reply;
     const promptId = typeof body.prompt_id === 'string' && isUuid(body.prompt_id) ? body.prompt_id.toLowerCase() : null;
     if (body.prompt_id !== undefined && body.prompt_id !== null && !promptId) return reply.status(200).send();
     const running = await this.db.job.findMany({ where: { accountId: account.id, status: 'running', ...(promptId ? { id: promptId } : {}) } });
@@ -192,7 +200,7 @@ export class V1PromptsController {
     const take = intParam(query.max_items, 200, HISTORY_MAX);
     const skip = intParam(query.offset, 0, 1_000_000);
     const jobs = await this.db.job.findMany({
-      where: { accountId: account.id, status: { in: [...FINISHED] }, OR: [{ startedAt: { not: null } }, { status: { in: ['failed', 'expired'] } }] },
+      where: { accountId: account.id, status: { in: [...FINISHED] }, historyHidden: false, OR: [{ startedAt: { not: null } }, { status: { in: ['failed', 'expired'] } }] },
       orderBy: [{ number: 'desc' }],
       take,
       skip,
@@ -208,7 +216,23 @@ export class V1PromptsController {
     if (!isUuid(id)) return {};
     // Clients poll this while they wait: one query, as the v2 job view reads a job.
     const job = await this.jobs.findOrNull(account.id, id.toLowerCase());
-    if (!job || !(FINISHED as readonly string[]).includes(job.status) || (job.status === 'canceled' && !job.startedAt)) return {};
+    if (!job || job.historyHidden || !(FINISHED as readonly string[]).includes(job.status) || (job.status === 'canceled' && !job.startedAt)) return {};
     return this.views.history([job]);
+  }
+
+  /**
+   * `{clear: true}` empties the caller's history, `{delete: [prompt_id, ...]}` takes those prompts
+   * out of it. The jobs stay (v2 still lists them, their outputs stay downloadable), as the engine
+   * keeps output files when its history is cleared.
+   */
+  @Post('history')
+  @HttpCode(200)
+  async manageHistory(@CurrentAccount() account: Account, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
+    const body = parsedOr400(reply, () => parseDeleteBody(raw));
+    if (!body) return reply;
+    const inHistory = { accountId: account.id, status: { in: [...FINISHED] }, historyHidden: false };
+    if (body.clear) await this.db.job.updateMany({ where: inHistory, data: { historyHidden: true } });
+    if (body.ids.length > 0) await this.db.job.updateMany({ where: { ...inHistory, id: { in: body.ids } }, data: { historyHidden: true } });
+    return reply.status(200).send();
   }
 }
