@@ -16,7 +16,14 @@ export interface PublishedJobEvent extends StoredJobEvent {
   accountId: string;
 }
 
+/**
+ * The log keeps a job's latest events only: progress, previews and log lines come several times a
+ * second, and a job of hours would otherwise grow without bound. Status changes and outputs, the
+ * events a client cannot do without, are few; each is also written, with the same id, to a second
+ * stream that is never trimmed, so a client resuming from before the kept window still gets them.
+ */
 const MAX_EVENTS_PER_JOB = 5_000;
+const KEPT_EVENTS = new Set<JobEventName>(['status', 'output']);
 const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
 
 export function isStreamId(value: string): boolean {
@@ -32,9 +39,14 @@ export function compareStreamIds(a: string, b: string): number {
 
 // XADD, EXPIRE and PUBLISH in one round trip, atomically: a listener that sees the published
 // event can always find it in the log, which is what makes Last-Event-ID resumption lossless.
+// ARGV[7] set: a status or output event, kept again under the same id in the untrimmed stream.
 const APPEND = `
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[2], 'd', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if ARGV[7] == '1' then
+  redis.call('XADD', KEYS[3], id, 'e', ARGV[2], 'd', ARGV[3])
+  redis.call('PEXPIRE', KEYS[3], ARGV[4])
+end
 redis.call('PUBLISH', KEYS[2], id .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[6] .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[3])
 return id`;
 
@@ -44,9 +56,10 @@ export class JobEventLog {
     private readonly redis: Redis,
     private readonly keys: JobKeys,
     private readonly retentionMs: number,
+    private readonly maxEvents = MAX_EVENTS_PER_JOB,
   ) {
     if (!(redis as Redis & { appendJobEvent?: unknown }).appendJobEvent) {
-      redis.defineCommand('appendJobEvent', { numberOfKeys: 2, lua: APPEND });
+      redis.defineCommand('appendJobEvent', { numberOfKeys: 3, lua: APPEND });
     }
   }
 
@@ -55,20 +68,35 @@ export class JobEventLog {
     return r.appendJobEvent(
       this.keys.events(jobId),
       this.keys.jobEventsChannel,
-      MAX_EVENTS_PER_JOB,
+      this.keys.keptEvents(jobId),
+      this.maxEvents,
       event,
       JSON.stringify(data),
       this.retentionMs,
       jobId,
       accountId,
+      KEPT_EVENTS.has(event) ? '1' : '0',
     );
   }
 
-  /** Events after `afterId` (exclusive), oldest first. */
+  /**
+   * Events after `afterId` (exclusive), oldest first. Where the log has been trimmed past
+   * `afterId`, the status and output events of the trimmed part come first, from the kept stream.
+   */
   async since(jobId: string, afterId?: string): Promise<StoredJobEvent[]> {
     const start = afterId && isStreamId(afterId) ? `(${afterId}` : '-';
-    const rows = await this.redis.xrange(this.keys.events(jobId), start, '+');
-    return rows.map(([id, fields]) => ({ id, event: fields[1] as JobEventName, data: fields[3] ?? 'null' }));
+    const [logged, kept] = (await this.redis
+      .multi()
+      .xrange(this.keys.events(jobId), start, '+')
+      .xrange(this.keys.keptEvents(jobId), start, '+')
+      .exec()) as [[Error | null, [string, string[]][]], [Error | null, [string, string[]][]]];
+    if (logged[0] || kept[0]) throw logged[0] ?? kept[0];
+    const rows = logged[1];
+    // Every kept event after `afterId` is in the log too, unless the log lost it to trimming:
+    // those are exactly the kept ones older than the log's first remaining entry.
+    const firstLogged = rows[0]?.[0];
+    const trimmed = kept[1].filter(([id]) => firstLogged === undefined || compareStreamIds(id, firstLogged) < 0);
+    return [...trimmed, ...rows].map(([id, fields]) => ({ id, event: fields[1] as JobEventName, data: fields[3] ?? 'null' }));
   }
 
   async latest(jobId: string, event: JobEventName): Promise<StoredJobEvent | null> {
@@ -79,7 +107,7 @@ export class JobEventLog {
   }
 
   async drop(jobId: string): Promise<void> {
-    await this.redis.del(this.keys.events(jobId));
+    await this.redis.del(this.keys.events(jobId), this.keys.keptEvents(jobId));
   }
 }
 

@@ -7,6 +7,8 @@ export interface JobKeys {
   bullPrefix: string;
   queueName: string;
   events(jobId: string): string;
+  /** The job's status and output events again, never trimmed (see `events.ts`). */
+  keptEvents(jobId: string): string;
   extraData(jobId: string): string;
   cancelFlag(jobId: string): string;
   jobEventsChannel: string;
@@ -27,6 +29,7 @@ export function jobKeys(prefix: string): JobKeys {
     bullPrefix: `${prefix}:bull`,
     queueName: 'engine-jobs',
     events: (jobId) => `${prefix}:job:${jobId}:events`,
+    keptEvents: (jobId) => `${prefix}:job:${jobId}:events:kept`,
     extraData: (jobId) => `${prefix}:job:${jobId}:extra`,
     cancelFlag: (jobId) => `${prefix}:job:${jobId}:cancel`,
     jobEventsChannel: `${prefix}:ev:job`,
