@@ -115,6 +115,34 @@ describe('router calls', () => {
       expectRouterError(await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x' }, { 'idempotency-key': 'k'.repeat(256) }), 400, 'invalid_input');
     });
 
+    it('answers a body that is not JSON only after authentication, and records it', async () => {
+      const malformed = '{"prompt": "x"';
+      const tooDeep = `{"prompt": ${'['.repeat(300)}${']'.repeat(300)}}`;
+      const poisoned = '{"prompt": "x", "__proto__": {"admin": true}}';
+      const post = (headers: Record<string, string>, body: string) =>
+        call(`${world.api.url}/v1/models/acme/flux-schnell`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+
+      // Whatever the body, a caller without a usable credential hears only that.
+      const off = await world.workspace({ routerEnabled: false });
+      for (const body of [malformed, tooDeep]) {
+        expectRouterError(await post({}, body), 401, 'unauthorized');
+        expectRouterError(await post({ authorization: 'Bearer not-a-token' }, body), 401, 'unauthorized');
+        expectRouterError(await post({ authorization: `Bearer ${off.token}` }, body), 403, 'not_enabled');
+      }
+
+      // An authenticated caller gets invalid_input, and the call has its usage and audit record.
+      const posted = world.partners.acme.received.length;
+      for (const body of [malformed, tooDeep, poisoned]) {
+        const reply = await post({ authorization: `Bearer ${ws.token}`, 'idempotency-key': `unparsed-${body.length}` }, body);
+        expectRouterError(reply, 400, 'invalid_input');
+        const row = await record(expectRequestId(reply));
+        expect(row).toMatchObject({ accountId: ws.id, modelId: 'acme/flux-schnell', outcome: 'invalid_input', httpStatus: 400, charged: false, idempotencyKey: null });
+        expect(row.durationMs).toBeGreaterThanOrEqual(0);
+        expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: row.id } })).toBe(0);
+      }
+      expect(world.partners.acme.received.length).toBe(posted);
+    });
+
     it("passes a partner's own validation errors through unchanged, unknown types included", async () => {
       const before = world.partners.nova.received.length;
       const reply = await world.post(ws.token, 'nova/image-edit', { image_url: 'https://img.example/tiny.png', prompt: 'x [[invalid]]' });

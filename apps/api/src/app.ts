@@ -18,7 +18,7 @@ export async function createApi(config: Config): Promise<NestFastifyApplication>
   });
   const fastify = app.getHttpAdapter().getInstance();
   installHttpHooks(fastify, app.get(Draining));
-  installJsonDepthLimit(app, config.maxJsonBodyBytes);
+  installJsonDepthLimit(app, config.maxJsonBodyBytes, config.api.basePath);
   await app.register(multipart, {
     // Text fields are held in memory: 100 of at most 64 KiB each bound what one upload can make us keep.
     limits: { fileSize: config.maxUploadBytes, files: 2, fields: 100, parts: 110, fieldSize: 64 * 1024, headerPairs: 100 },

@@ -1,6 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyRequest, RawServerDefault } from 'fastify';
 import { ApiError } from '#libs/contracts';
+import { isRouterPath } from './error-body.js';
 
 /**
  * Deepest nesting of arrays and objects a JSON body may have. JSON.parse copes with any depth,
@@ -34,11 +35,21 @@ export function tooDeepError(): ApiError {
 }
 
 /**
+ * A JSON body that could not be parsed, handed to a router call as its body instead of failing the
+ * request. Fastify parses before Nest's guards run, so a parse error would otherwise answer before
+ * authentication (an unauthenticated caller would hear about its body, not its credential) and
+ * before the call exists (no usage record). The call route raises it once the caller is known.
+ */
+export class UnparsableBody {
+  constructor(readonly error: Error) {}
+}
+
+/**
  * The JSON body parser of every route: Fastify's own (prototype-poisoning checks, body limit)
  * behind a depth check, so an absurdly nested body is a 400 in the contract's shape instead of a
  * stack overflow later. Registered through Nest so that Nest does not add its default one.
  */
-export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: number): void {
+export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: number, basePath: string): void {
   const parse = app.getHttpAdapter().getInstance().getDefaultJsonParser('error', 'error');
   app.useBodyParser<RawServerDefault>('application/json', { bodyLimit }, (request, body, done) => {
     const text = body.toString('utf8');
@@ -46,8 +57,10 @@ export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: nu
     // as if none was declared. A bodyless operation (cancel) then works; one that needs a body
     // refuses it in its own words.
     if (text.length === 0) return done(null, undefined);
-    if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) return done(tooDeepError(), undefined);
-    return parse(request, text, done);
+    const routerCall = request.method === 'POST' && isRouterPath(request.url, basePath);
+    const fail = (err: Error) => (routerCall ? done(null, new UnparsableBody(err)) : done(err, undefined));
+    if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) return fail(tooDeepError());
+    return parse(request, text, (err, value) => (err ? fail(err) : done(null, value)));
   });
 }
 

@@ -3,6 +3,8 @@ import { Controller, Get, Inject, Param, Post, Query, Req, Res, UseFilters, UseG
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { CONFIG } from '../core/tokens.js';
+import { toErrorShape } from '../http/error-body.js';
+import { UnparsableBody } from '../http/json-body.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { CallsService, type CallerFate } from './calls/calls.service.js';
 import { CatalogService, type ModelListEntry } from './catalog/catalog.service.js';
@@ -131,14 +133,17 @@ export class RouterController {
     const fate = callerFate(reply.raw);
     const key = request.headers['idempotency-key'];
     const isJson = /^application\/([\w.+-]+\+)?json\b/i.test(request.headers['content-type'] ?? '');
+    // Only JSON is a model input; Fastify would also hand over text bodies as strings.
+    const parsed = isJson ? request.body : undefined;
+    const unparsable = parsed instanceof UnparsableBody;
     const { result, headers } = await this.calls.run({
       callId: serviceRequestId(request),
       account: workspaceOf(request),
       provider,
       model,
-      // Only JSON is a model input; Fastify would also hand over text bodies as strings.
       rawBody: isJson ? rawBody(request) : undefined,
-      body: isJson ? (request.body ?? undefined) : undefined,
+      body: unparsable ? undefined : (parsed ?? undefined),
+      bodyError: unparsable ? toErrorShape(parsed.error).message : undefined,
       idempotencyKey: Array.isArray(key) ? key.join(',') : key,
       fate,
       startedAt,

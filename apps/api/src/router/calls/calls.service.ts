@@ -29,6 +29,8 @@ export interface CallInput {
   model: string;
   rawBody: Buffer | undefined;
   body: unknown;
+  /** Why the body could not be read as JSON, when it could not. */
+  bodyError: string | undefined;
   idempotencyKey: string | undefined;
   fate: CallerFate;
   /** Epoch ms the request arrived. */
@@ -70,6 +72,7 @@ export class CallsService {
     const modelId = `${input.provider}/${input.model}`.slice(0, 300);
     try {
       const model = await this.resolve(input.account, input.provider, input.model);
+      if (input.bodyError !== undefined) throw new RouterError('invalid_input', input.bodyError);
       if (input.rawBody === undefined || input.body === undefined) {
         throw new RouterError('invalid_input', "The request body must be the model's JSON input (Content-Type: application/json).");
       }
