@@ -364,6 +364,48 @@ describe('router calls', () => {
     expect(world.partners.acme.posts('/v1/run/flux-schnell').filter((r) => r.body.includes('store retry'))).toHaveLength(1);
   });
 
+  it('a keyed duplicate gets the failure of the generation it waited on, on either replica; a later retry dispatches anew', async () => {
+    const other = await world.startApi({ ROUTER_DEADLINE_MS: String(DEADLINE_MS) });
+    try {
+      const key = 'fails-while-waited-on';
+      const body = { prompt: 'doomed [[slow:1000]] [[fail]]' };
+      const posts = () => world.partners.acme.posts('/v1/run/flux-schnell').filter((r) => r.body.includes('doomed'));
+      const first = world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': key });
+      await eventually(async () => posts().length === 1);
+      // Both arrive while the generation runs: one on the replica running it, one on another.
+      const [original, sameReplica, otherReplica] = await Promise.all([
+        first,
+        world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': key }),
+        world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': key }, other),
+      ]);
+      expectRouterError(original, 502, 'provider_error');
+      expect(original.headers.get('idempotent-replayed')).toBeNull();
+      for (const duplicate of [sameReplica, otherReplica]) {
+        expectRouterError(duplicate, 502, 'provider_error');
+        expect(duplicate.headers.get('idempotent-replayed')).toBe('true');
+        expect(duplicate.text).toBe(original.text);
+      }
+      expect(posts()).toHaveLength(1);
+      const originalId = expectRequestId(original);
+      const replays = await eventually(async () => {
+        const rows = await world.stack.db.routerCall.findMany({ where: { replayOf: originalId } });
+        return rows.length === 2 ? rows : null;
+      });
+      expect(replays.map((r) => [r.outcome, r.charged])).toEqual([
+        ['provider_error', false],
+        ['provider_error', false],
+      ]);
+
+      // The failure is not kept for replay: a retry after it dispatches again, whichever replica it reaches.
+      const retry = await world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': key }, other);
+      expectRouterError(retry, 502, 'provider_error');
+      expect(retry.headers.get('idempotent-replayed')).toBeNull();
+      expect(posts()).toHaveLength(2);
+    } finally {
+      await other.stop();
+    }
+  });
+
   it('a stopping API waits for the generation of a caller it already answered, then records and bills it', async () => {
     const api = await world.startApi({ ROUTER_DEADLINE_MS: '300' });
     const reply = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'answered, still running [[slow:1500]]' }, {}, api);

@@ -51,7 +51,8 @@ interface Generation {
 const DEADLINE = Symbol('deadline');
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 const KEY_LIFETIME_MS = 24 * 3600 * 1000;
-// Results a retry gets back as they were; other endings free the key so a retry dispatches anew.
+// Results a later retry gets back as they were; other endings free the key so a later retry
+// dispatches anew. A duplicate that arrived while the generation ran gets its result, whatever it is.
 const REPLAYABLE = new Set(['success', 'content_policy_violation', 'invalid_input']);
 
 @Injectable()
@@ -344,7 +345,9 @@ export class CallsService {
     for (;;) {
       if (!row) return 'dispatch';
       if (row.state === 'completed') {
-        if (!row.idempotencyKey || row.httpStatus === null || !row.resultBucket) return 'dispatch';
+        // Also when the result freed the key: this call waited on that generation, on this replica
+        // or another, and gets how it ended rather than a second one.
+        if (row.httpStatus === null || !row.resultBucket) return 'dispatch';
         const stored: GenerationResult = {
           bucket: row.resultBucket as GenerationResult['bucket'],
           status: row.httpStatus,

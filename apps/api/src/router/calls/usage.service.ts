@@ -198,14 +198,15 @@ export class UsageService implements OnApplicationShutdown {
 
   /**
    * Stores a keyed generation's result once (first writer wins) and charges it; returns false when
-   * another collector stored it first.
+   * another collector stored it first. The result is stored whatever it is: duplicates waiting on
+   * the row on other replicas take it from there. `keepKey` says whether later retries get it too.
    */
   async completeGeneration(id: string, accountId: string, result: GenerationResult, costCents: number, charged: boolean, keepKey: boolean): Promise<boolean> {
     const amount = -BigInt(costCents);
     const rows = await this.db.$queryRaw<{ updated: number }[]>`
       WITH done AS (
         UPDATE router_calls SET state = 'completed', result_bucket = ${result.bucket}, http_status = ${result.status},
-          response_type = ${result.contentType}, response_body = ${keepKey ? result.body : null}, charged = ${charged},
+          response_type = ${result.contentType}, response_body = ${result.body}, charged = ${charged},
           completed_at = now(), idempotency_key = CASE WHEN ${keepKey} THEN idempotency_key ELSE NULL END
         WHERE id = ${id} AND state = 'running'
         RETURNING id
