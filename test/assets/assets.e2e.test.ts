@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { signBlobUrl } from '#libs/storage';
+import { loadConfig } from '#libs/config';
+import { createBlobStore, signBlobUrl } from '#libs/storage';
 import { bearer, call, envelopeCode, jsonInit, uploadForm } from '../support/http.js';
 import { TEST_SIGNING_SECRET, TestStack, type StorageKind } from '../support/stack.js';
 import type { RunningProcess } from '../support/processes.js';
@@ -141,6 +142,7 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     const actual = b3sum(bytes);
     expect(await stack.db.blob.findUnique({ where: { hash: actual } })).toBeNull();
     expect(await stack.db.asset.count({ where: { blobHash: actual } })).toBe(0);
+    expect(await createBlobStore(loadConfig(stack.env())).has(actual)).toBe(false);
     const right = await upload(alice.key, bytes, 'x.bin', { expected_hash: `blake3:${actual}` });
     expect(right.status).toBe(201);
   });
@@ -155,6 +157,38 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     const missing = await call(`${api.url}/api/v2/assets/${crypto.randomUUID()}`, { headers: bearer(bob.key) });
     expect(missing.body).toEqual((await call(`${api.url}/api/v2/assets/${up.body.id}`, { headers: bearer(bob.key) })).body);
     expect((await call(`${api.url}/api/v2/assets/${up.body.id}`, { headers: bearer(alice.key) })).status).toBe(200);
+  });
+
+  it('leaves no bytes in the store when it refuses an upload', async () => {
+    const store = createBlobStore(loadConfig(stack.env({ MAX_UPLOAD_BYTES: String(MAX_UPLOAD) })));
+    const refused: [string, () => Promise<{ status: number }>, Uint8Array][] = [];
+    const refuse = (what: string, bytes: Uint8Array, fields: Record<string, string | string[]>) =>
+      refused.push([what, () => upload(alice.key, bytes, 'r.png', fields), bytes]);
+    refuse('bad file_path', randomBytes(50), { file_path: '../x.png' });
+    refuse('bad expires_in', randomBytes(50), { expires_in: '5' });
+    refuse('bad content_type', randomBytes(50), { content_type: 'not a type' });
+    refuse('malformed expected_hash', randomBytes(50), { expected_hash: 'junk' });
+    refuse('too many tags', randomBytes(50), { tags: Array.from({ length: 33 }, (_, i) => `t${i}`) });
+    const first = randomBytes(50);
+    refused.push(['a second file part', () => {
+      const form = uploadForm(first, 'a.png');
+      form.append('file', new Blob([randomBytes(50)]), 'b.png');
+      return call(`${api.url}/api/v2/assets`, { method: 'POST', headers: bearer(alice.key), body: form });
+    }, first]);
+    const beforeLongField = randomBytes(50);
+    refused.push(['a field too long after the file', () => {
+      const form = uploadForm(beforeLongField, 'a.png');
+      form.append('file_path', 'x'.repeat(70 * 1024));
+      return call(`${api.url}/api/v2/assets`, { method: 'POST', headers: bearer(alice.key), body: form });
+    }, beforeLongField]);
+    // The multipart limit cuts the stream at the limit: its first MAX_UPLOAD bytes must not stay either.
+    const oversize = randomBytes(MAX_UPLOAD + 1024);
+    refused.push(['an oversize file', () => upload(alice.key, oversize), oversize.subarray(0, MAX_UPLOAD)]);
+    for (const [what, send, bytes] of refused) {
+      const res = await send();
+      expect([what, res.status >= 400 && res.status < 500]).toEqual([what, true]);
+      expect([what, await store.has(b3sum(bytes))]).toEqual([what, false]);
+    }
   });
 
   it('answers 413 in the envelope past the upload limit', async () => {

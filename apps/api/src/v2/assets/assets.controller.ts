@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import type { AssetView } from '#libs/contracts';
 import type { Account } from '#libs/db';
-import type { BlobStore } from '#libs/storage';
+import type { BlobStore, StoredBlob } from '#libs/storage';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { BLOB_STORE, CONFIG } from '../../core/tokens.js';
 import { AssetDocs } from '../../docs/index.js';
@@ -27,25 +27,33 @@ export class AssetsController {
   @Post()
   @AssetDocs.upload()
   async upload(@CurrentAccount() account: Account, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<AssetView> {
-    const parsed = await readMultipartUpload(request, 'file', (stream) => this.assets.storeBytes(stream));
-    const f = parsed.fields;
-    const tags = [...(f.get('tags[]') ?? []), ...(f.get('tags') ?? [])];
-    const { view, createdNew } = await this.assets.finishUpload(
-      account,
-      parsed.stored,
-      {
-        fileName: parsed.fileName,
-        mimeType: parsed.mimeType,
-        expectedHash: lastField(f, 'expected_hash'),
-        contentType: lastField(f, 'content_type'),
-        filePath: lastField(f, 'file_path'),
-        tags: checkTags(tags),
-        expiresIn: parseExpiresIn(lastField(f, 'expires_in')),
-      },
-      request,
-    );
-    reply.status(createdNew ? 201 : 200);
-    return view;
+    const discard = (stored: StoredBlob) => this.assets.discardUnrecorded(stored);
+    const parsed = await readMultipartUpload(request, 'file', (stream) => this.assets.storeBytes(stream), discard);
+    // The bytes are stored before the fields can be judged; a refused upload must leave none behind.
+    try {
+      const f = parsed.fields;
+      const tags = [...(f.get('tags[]') ?? []), ...(f.get('tags') ?? [])];
+      const { view, createdNew } = await this.assets.finishUpload(
+        account,
+        parsed.stored,
+        {
+          fileName: parsed.fileName,
+          mimeType: parsed.mimeType,
+          expectedHash: lastField(f, 'expected_hash'),
+          contentType: lastField(f, 'content_type'),
+          filePath: lastField(f, 'file_path'),
+          tags: checkTags(tags),
+          expiresIn: parseExpiresIn(lastField(f, 'expires_in')),
+        },
+        request,
+      );
+      reply.status(createdNew ? 201 : 200);
+      return view;
+    } catch (err) {
+      // Not caught: an upload refused with "nothing was stored" must not answer so when it failed to delete.
+      await discard(parsed.stored);
+      throw err;
+    }
   }
 
   @Post('from-hash')

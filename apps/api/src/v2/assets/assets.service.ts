@@ -82,7 +82,6 @@ export class AssetsService {
     if (upload.expectedHash !== undefined) {
       const expected = parseHashRef(upload.expectedHash);
       if (!expected || expected !== stored.hash) {
-        await this.discardIfUnreferenced(stored);
         if (!expected) throw ApiError.invalid('expected_hash must look like blake3:<64 hex digits>.');
         throw new ApiError('hash_mismatch', 'The uploaded bytes do not match expected_hash; nothing was stored.', {
           expected_hash: formatHashRef(expected),
@@ -116,7 +115,11 @@ export class AssetsService {
     throw new ApiError('service_unavailable', 'The same bytes were being deleted while they were uploaded; retry the upload.', undefined, { 'retry-after': '1' });
   }
 
-  private async discardIfUnreferenced(stored: StoredBlob): Promise<void> {
+  /**
+   * Deletes bytes an upload stored but did not record. Bytes that were there before it belong to
+   * someone else; bytes another upload recorded meanwhile stay (discardUnrecordedBytes checks).
+   */
+  async discardUnrecorded(stored: StoredBlob): Promise<void> {
     if (stored.created) await discardUnrecordedBytes(this.db, this.store, stored.hash);
   }
 

@@ -11,12 +11,15 @@ export interface ParsedUpload {
 
 /**
  * Reads a multipart upload whose `file` part is streamed straight into storage. Text fields may
- * come before or after the file; they are collected as they arrive.
+ * come before or after the file; they are collected as they arrive. Should the rest of the body
+ * be refused once the file is stored, `discard` gets the stored bytes: nothing records them, so
+ * nothing would ever delete them.
  */
 export async function readMultipartUpload(
   request: FastifyRequest,
   fileField: string,
   store: (stream: NodeJS.ReadableStream & import('node:stream').Readable) => Promise<StoredBlob>,
+  discard: (stored: StoredBlob) => Promise<void> = async () => undefined,
 ): Promise<ParsedUpload> {
   if (!request.isMultipart()) {
     throw new ApiError('unsupported_media_type', 'Send the upload as multipart/form-data.');
@@ -39,8 +42,9 @@ export async function readMultipartUpload(
           const fromClient = part.file.errored ?? null;
           throw fromClient ? multipartError(fromClient) : err;
         }
-        if (part.file.truncated) throw new ApiError('payload_too_large', 'The file is larger than the upload limit.');
         upload = { stored, fileName: part.filename, mimeType: part.mimetype };
+        // The multipart limit ends the stream quietly: what was stored is only the file's beginning.
+        if (part.file.truncated) throw new ApiError('payload_too_large', 'The file is larger than the upload limit.');
       } else {
         // A cut-off value would be silently wrong (a file_path, an original_ref): refuse it instead.
         if (part.valueTruncated || part.fieldnameTruncated) throw new ApiError('payload_too_large', `The multipart field "${part.fieldname.slice(0, 64)}" is too long.`);
@@ -50,6 +54,7 @@ export async function readMultipartUpload(
       }
     }
   } catch (err) {
+    if (upload) await discard(upload.stored).catch(() => undefined);
     throw multipartError(err);
   }
   if (!upload) throw ApiError.invalid(`The multipart body has no "${fileField}" file part.`);
