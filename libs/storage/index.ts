@@ -4,3 +4,4 @@ export type { BlobStore, StoredBlob, ByteRange, SignedUrl, SignOptions } from '.
 export { signBlobUrl, verifyBlobUrl } from './signing.js';
 export type { BlobUrlParams } from './signing.js';
 export { TooLargeError } from './limits.js';
+export { contentDisposition } from './content-disposition.js';

@@ -159,6 +159,17 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     expect((await call(`${api.url}/api/v2/assets/${up.body.id}`, { headers: bearer(alice.key) })).status).toBe(200);
   });
 
+  it('serves a file whose name is not ASCII through its signed url', async () => {
+    const bytes = randomBytes(700);
+    const up = await upload(alice.key, bytes, 'x.png', { file_path: "фото/写真 (it's).png" });
+    expect(up.status).toBe(201);
+    const res = await fetch(up.body.url);
+    expect(res.status).toBe(200);
+    expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+    // RFC 6266: an ASCII stand-in, and the UTF-8 name with every character outside attr-char escaped.
+    expect(res.headers.get('content-disposition')).toBe(`inline; filename="__ (it's).png"; filename*=UTF-8''%E5%86%99%E7%9C%9F%20%28it%27s%29.png`);
+  });
+
   it('leaves no bytes in the store when it refuses an upload', async () => {
     const store = createBlobStore(loadConfig(stack.env({ MAX_UPLOAD_BYTES: String(MAX_UPLOAD) })));
     const refused: [string, () => Promise<{ status: number }>, Uint8Array][] = [];

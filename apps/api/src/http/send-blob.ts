@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '#libs/contracts';
-import type { BlobStore, ByteRange } from '#libs/storage';
+import { contentDisposition, type BlobStore, type ByteRange } from '#libs/storage';
 
 /** Parses a single `bytes=` range; multi-range requests are served whole, as RFC 9110 allows. */
 export function parseRange(header: string | undefined, size: number): ByteRange | 'unsatisfiable' | null {
@@ -41,12 +41,6 @@ export function safeContentType(value: string): string {
  * with script), a browser opening them directly must not run them there.
  */
 export const BLOB_CSP = "default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'unsafe-inline'; sandbox";
-
-export function contentDisposition(fileName: string): string {
-  const base = fileName.split('/').pop() || 'file';
-  const ascii = base.replace(/[^\x20-\x7e]|["\\]/g, '_');
-  return `inline; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(base)}`;
-}
 
 /** Streams a blob to the client, honouring Range (206/416); never buffers it whole. */
 export async function sendBlob(
