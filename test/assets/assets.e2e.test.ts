@@ -159,6 +159,19 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     expect((await call(`${api.url}/api/v2/assets/${up.body.id}`, { headers: bearer(alice.key) })).status).toBe(200);
   });
 
+  it('counts an expired record of the same bytes as gone: the upload is new to the caller', async () => {
+    const bytes = randomBytes(300);
+    const first = await upload(alice.key, bytes, 'e.png', { expires_in: '60' });
+    expect(first.status).toBe(201);
+    // Its deadline passes; retention has not run yet, so the record is still in the table.
+    await stack.db.asset.update({ where: { id: first.body.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    expect((await call(`${api.url}/api/v2/assets/${first.body.id}`, { headers: bearer(alice.key) })).status).toBe(404);
+    expect((await call(`${api.url}/api/v2/assets/by-hash/${first.body.hash}`, { method: 'HEAD', headers: bearer(alice.key) })).status).toBe(404);
+    const again = await upload(alice.key, bytes, 'e.png');
+    expect(again.status).toBe(201);
+    expect(again.body.created_new).toBe(true);
+  });
+
   it('serves a file whose name is not ASCII through its signed url', async () => {
     const bytes = randomBytes(700);
     const up = await upload(alice.key, bytes, 'x.png', { file_path: "фото/写真 (it's).png" });

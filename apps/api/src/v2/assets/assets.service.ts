@@ -12,6 +12,11 @@ import { isMediaType } from '../../http/send-blob.js';
 
 const MAX_TAGS = 32;
 
+/** Records past their `expires_at` answer 404 until retention deletes them. */
+function notExpired() {
+  return { OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] };
+}
+
 export interface AssetOptions {
   contentType?: string;
   filePath?: string;
@@ -91,7 +96,10 @@ export class AssetsService {
     }
     const filePath = checkFilePath(upload.filePath || upload.fileName || 'upload.bin');
     const contentType = checkContentType(upload.contentType, upload.mimeType && upload.mimeType !== 'application/octet-stream' ? upload.mimeType : guessContentType(filePath));
-    const hadBefore = await this.db.asset.count({ where: { accountId: account.id, blobHash: stored.hash } });
+    // An expired record answers 404 and does not count: to the caller these bytes are new again.
+    const hadBefore = await this.db.asset.count({
+      where: { accountId: account.id, blobHash: stored.hash, ...notExpired() },
+    });
     const asset = await recordUploadedAsset(this.db, stored, {
       accountId: account.id,
       filePath,
@@ -136,7 +144,7 @@ export class AssetsService {
     const tags = checkTags(body.tags);
     const expiresIn = parseExpiresIn(body.expires_in);
     const existing = await this.db.asset.findFirst({
-      where: { accountId: account.id, blobHash: hash, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] },
+      where: { accountId: account.id, blobHash: hash, ...notExpired() },
       include: { blob: true },
       orderBy: { createdAt: 'asc' },
     });
@@ -162,7 +170,7 @@ export class AssetsService {
     const hash = parseHashRef(hashRef);
     if (!hash) return false;
     const found = await this.db.asset.findFirst({
-      where: { accountId: account.id, blobHash: hash, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] },
+      where: { accountId: account.id, blobHash: hash, ...notExpired() },
       select: { id: true },
     });
     return found !== null;
@@ -171,7 +179,7 @@ export class AssetsService {
   /** The caller's live asset, or 404 exactly as if it did not exist. */
   async find(account: { id: string }, id: string): Promise<Asset & { blob: { sizeBytes: bigint } }> {
     const asset = await this.db.asset.findFirst({
-      where: { id, accountId: account.id, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] },
+      where: { id, accountId: account.id, ...notExpired() },
       include: { blob: { select: { sizeBytes: true } } },
     });
     if (!asset) throw ApiError.notFound('asset');
