@@ -126,6 +126,11 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     expect(renamed.body.file_path).toBe('b.webp');
     expect(renamed.body.content_type).toBe('image/webp');
     expect(renamed.body.hash).toBe(up.body.hash);
+    // The same request again finds the record it made, though it is not the oldest.
+    const renamedAgain = await call(`${api.url}/api/v2/assets/from-hash`, jsonInit('POST', { hash: up.body.hash, file_path: 'b.webp', tags: ['x'] }, bearer(alice.key)));
+    expect(renamedAgain.status).toBe(200);
+    expect(renamedAgain.body.id).toBe(renamed.body.id);
+    expect(renamedAgain.body.created_new).toBe(false);
     const unknown = await call(`${api.url}/api/v2/assets/from-hash`, jsonInit('POST', { hash: `blake3:${'0'.repeat(64)}` }, bearer(alice.key)));
     expect(unknown.status).toBe(404);
     expect(envelopeCode(unknown)).toBe('blob_not_found');

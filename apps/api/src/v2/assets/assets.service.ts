@@ -143,18 +143,18 @@ export class AssetsService {
     if (body.content_type !== undefined && typeof body.content_type !== 'string') throw ApiError.invalid('content_type must be a string.');
     const tags = checkTags(body.tags);
     const expiresIn = parseExpiresIn(body.expires_in);
-    const existing = await this.db.asset.findFirst({
-      where: { accountId: account.id, blobHash: hash, ...notExpired() },
-      include: { blob: true },
-      orderBy: { createdAt: 'asc' },
-    });
+    const mine = { accountId: account.id, blobHash: hash, ...notExpired() };
+    const existing = await this.db.asset.findFirst({ where: mine, include: { blob: true }, orderBy: { createdAt: 'asc' } });
     if (!existing) throw new ApiError('blob_not_found', 'No blob with this hash is available to you.');
     const filePath = body.file_path === undefined ? existing.filePath : checkFilePath(body.file_path);
     const contentType = checkContentType(body.content_type as string | undefined, body.file_path === undefined ? existing.contentType : guessContentType(filePath));
-    const sameTags = (a: string[], b: string[]) => a.length === b.length && a.every((t, i) => t === b[i]);
-    if (existing.filePath === filePath && existing.contentType === contentType && sameTags(existing.tags, tags) && expiresIn === undefined) {
-      return { view: await this.view(existing, existing.blob.sizeBytes, false, request), createdNew: false };
-    }
+    // Any of the caller's records may be the identical one, not only the oldest. A record asked to
+    // expire is never identical: its deadline counts from now.
+    const identical =
+      expiresIn === undefined
+        ? await this.db.asset.findFirst({ where: { ...mine, filePath, contentType, tags: { equals: tags } }, orderBy: { createdAt: 'asc' } })
+        : null;
+    if (identical) return { view: await this.view(identical, existing.blob.sizeBytes, false, request), createdNew: false };
     const asset = await createAssetRecord(this.db, {
       accountId: account.id,
       blobHash: hash,
