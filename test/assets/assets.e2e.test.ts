@@ -131,6 +131,9 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     expect(renamedAgain.status).toBe(200);
     expect(renamedAgain.body.id).toBe(renamed.body.id);
     expect(renamedAgain.body.created_new).toBe(false);
+    const listExpiry = await call(`${api.url}/api/v2/assets/from-hash`, jsonInit('POST', { hash: up.body.hash, expires_in: [3600] }, bearer(alice.key)));
+    expect(listExpiry.status).toBe(400);
+    expect(envelopeCode(listExpiry)).toBe('invalid_request');
     const unknown = await call(`${api.url}/api/v2/assets/from-hash`, jsonInit('POST', { hash: `blake3:${'0'.repeat(64)}` }, bearer(alice.key)));
     expect(unknown.status).toBe(404);
     expect(envelopeCode(unknown)).toBe('blob_not_found');

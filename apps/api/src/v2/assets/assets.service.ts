@@ -26,7 +26,8 @@ export interface AssetOptions {
 
 export function parseExpiresIn(value: unknown): number | undefined {
   if (value === undefined || value === null || value === '') return undefined;
-  const n = typeof value === 'number' ? value : /^\d+$/.test(String(value)) ? Number(value) : NaN;
+  // Only a number or a digit string: String() would let `[3600]` through as "3600".
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;
   if (!Number.isInteger(n) || n < 60 || n > 604_800) throw ApiError.invalid('expires_in must be a whole number of seconds from 60 to 604800.');
   return n;
 }
