@@ -5,6 +5,9 @@ import path from 'node:path';
 import { loadConfig } from '#libs/config';
 import { createBlobStore, signBlobUrl } from '#libs/storage';
 import { bearer, call, envelopeCode, jsonInit, uploadForm } from '../support/http.js';
+import { startCloud } from '../support/cloud.js';
+import { waitUntil } from '../support/jobs.js';
+import { testPng } from '../v1/v1-world.js';
 import { TEST_SIGNING_SECRET, TestStack, type StorageKind } from '../support/stack.js';
 import type { RunningProcess } from '../support/processes.js';
 
@@ -326,4 +329,36 @@ describe('signed URLs of the local store', () => {
     expect((await call(`${guarded.url}/api/v2/assets/${up.body.id}`, { headers: bearer('local-secret-token') })).status).toBe(200);
   });
 
+});
+
+describe('deleting an asset a job uses', () => {
+  const stack = new TestStack('local');
+  let api: string;
+  let alice: { id: string; key: string };
+
+  beforeAll(async () => {
+    await stack.open();
+    api = (await startCloud(stack)).api.url;
+    alice = await stack.account();
+  });
+  afterAll(() => stack.close());
+
+  it('answers 409 asset_in_use until the job ends, then deletes it', async () => {
+    const up = await call(`${api}/api/v2/assets`, { method: 'POST', headers: bearer(alice.key), body: uploadForm(testPng(8, 8), 'in.png') });
+    const workflow = {
+      '1': { class_type: 'LoadImage', inputs: { image: { __type: 'core/ASSET', info: { id: up.body.id } } } },
+      '2': { class_type: 'SimSleep', inputs: { source: ['1', 0], ms: 1500 } },
+      '3': { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'in-use' } },
+    };
+    const job = await call(`${api}/api/v2/jobs`, jsonInit('POST', { workflow }, bearer(alice.key)));
+    expect(job.status).toBe(201);
+    const del = () => call(`${api}/api/v2/assets/${up.body.id}`, { method: 'DELETE', headers: bearer(alice.key) });
+    const busy = await del();
+    expect(busy.status).toBe(409);
+    expect(envelopeCode(busy)).toBe('asset_in_use');
+    expect((await call(`${api}/api/v2/assets/${up.body.id}`, { headers: bearer(alice.key) })).status).toBe(200);
+    await waitUntil(async () => (await stack.db.job.findUniqueOrThrow({ where: { id: job.body.id } })).status === 'succeeded', 20_000, 'the job to succeed');
+    expect((await del()).status).toBe(204);
+    expect((await call(`${api}/api/v2/assets/${up.body.id}`, { headers: bearer(alice.key) })).status).toBe(404);
+  });
 });
