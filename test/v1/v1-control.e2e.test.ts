@@ -1,6 +1,8 @@
 import { Redis } from 'ioredis';
 import WebSocket from 'ws';
+import { loadConfig } from '#libs/config';
 import { ExtraDataVault, jobKeys } from '#libs/jobs';
+import { blake3Hex, createBlobStore } from '#libs/storage';
 import { TEST_REDIS_URL, TEST_SIGNING_SECRET } from '../support/env.js';
 import { call } from '../support/http.js';
 import { V1Socket, V1World, sleeper, testPng } from './v1-world.js';
@@ -307,6 +309,16 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
     expect(emptyForm.status).toBe(400);
     const badRef = await world.upload(a.key, testPng(2, 2), 'mask.png', { original_ref: '{nope' }, '/api/upload/mask');
     expect(badRef.status).toBe(400);
+    // A refused upload leaves none of its bytes in the store: nothing would ever delete them.
+    const store = createBlobStore(loadConfig(world.stack.env()));
+    const [first, second] = [testPng(3, 5), testPng(5, 3)];
+    const twoImages = new FormData();
+    twoImages.append('image', new Blob([first]), 'a.png');
+    twoImages.append('image', new Blob([second]), 'b.png');
+    const refused = await fetch(`${world.url}/api/upload/image`, { method: 'POST', headers: { 'x-api-key': a.key }, body: twoImages });
+    expect(refused.status).toBe(400);
+    expect(await store.has(blake3Hex(first))).toBe(false);
+    expect(await store.has(blake3Hex(second))).toBe(false);
 
     // The same prompt id twice is refused; JSON without any content type is accepted.
     const id = crypto.randomUUID();

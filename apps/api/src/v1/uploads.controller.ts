@@ -5,7 +5,7 @@ import { guessContentType } from '#libs/assets';
 import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
 import type { Account } from '#libs/db';
-import type { BlobStore } from '#libs/storage';
+import type { BlobStore, StoredBlob } from '#libs/storage';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { BLOB_STORE, CONFIG } from '../core/tokens.js';
 import { RateLimitGuard } from '../limits/index.js';
@@ -53,10 +53,15 @@ export class V1UploadsController {
   @Post('image')
   @HttpCode(200)
   async image(@CurrentAccount() account: Account, @Req() request: FastifyRequest) {
-    const upload = await readMultipartUpload(request, 'image', (stream) => this.assets.storeBytes(stream));
+    // A refused upload (a second image part, a field cut off) must leave no bytes behind.
+    const discard = (stored: StoredBlob) => this.assets.discardUnrecorded(stored);
+    const upload = await readMultipartUpload(request, 'image', (stream) => this.assets.storeBytes(stream), discard);
     const extension = uploadExtension(upload.fileName, upload.mimeType);
     const contentType = upload.mimeType && upload.mimeType !== 'application/octet-stream' ? upload.mimeType : guessContentType(`x${extension}`);
-    const { asset, name, created } = await this.files.recordUpload(account.id, upload.stored, extension, contentType);
+    const { asset, name, created } = await this.files.recordUpload(account.id, upload.stored, extension, contentType).catch(async (err: unknown) => {
+      await discard(upload.stored);
+      throw err;
+    });
     if (created) await this.assets.keepOrDrop(asset.id, upload.stored.hash);
     return { name, subfolder: '', type: folderType(lastField(upload.fields, 'type')) };
   }
