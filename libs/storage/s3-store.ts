@@ -14,7 +14,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { Blake3Tap, isBlake3Hex } from './blake3.js';
-import { contentDisposition } from './content-disposition.js';
+import { contentDisposition, dispositionFor } from './content-disposition.js';
 import { blobKey, type BlobStore, type ByteRange, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
 
 export interface S3Settings {
@@ -150,7 +150,7 @@ export class S3BlobStore implements BlobStore {
       Bucket: this.settings.bucket,
       Key: blobKey(hash),
       ResponseContentType: o.contentType,
-      ResponseContentDisposition: contentDisposition(o.fileName),
+      ResponseContentDisposition: contentDisposition(o.fileName, dispositionFor(o.contentType)),
     });
     const url = await getSignedUrl(this.presigner, command, { expiresIn: o.expiresInSeconds });
     return { url, expiresAt: new Date(Date.now() + o.expiresInSeconds * 1000) };

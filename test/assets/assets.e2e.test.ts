@@ -194,6 +194,26 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     expect(res.headers.get('content-disposition')).toBe(`inline; filename="__ (it's).png"; filename*=UTF-8''%E5%86%99%E7%9C%9F%20%28it%27s%29.png`);
   });
 
+  it('never lets an uploaded page run where it is served: a download on the bucket, sandboxed on the api', async () => {
+    const page = Buffer.from('<html><script>alert(document.cookie)</script></html>');
+    for (const contentType of ['text/html', 'image/svg+xml']) {
+      const up = await upload(alice.key, Buffer.concat([page, randomBytes(8)]), 'p.html', { content_type: contentType });
+      expect(up.status).toBe(201);
+      const res = await fetch(up.body.url);
+      expect(res.status).toBe(200);
+      if (storage === 's3') {
+        // A bucket sends no headers of ours: the browser gets a file to save, not a page to render.
+        expect(res.headers.get('content-disposition')).toMatch(/^attachment; /);
+      } else {
+        expect(res.headers.get('content-security-policy')).toContain('sandbox');
+        expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      }
+    }
+    // Inert media stay viewable in the browser.
+    const image = await upload(alice.key, randomBytes(64), 'i.png', { content_type: 'image/png' });
+    expect((await fetch(image.body.url)).headers.get('content-disposition')).toMatch(/^inline; /);
+  });
+
   it('leaves no bytes in the store when it refuses an upload', async () => {
     const store = createBlobStore(loadConfig(stack.env({ MAX_UPLOAD_BYTES: String(MAX_UPLOAD) })));
     const refused: [string, () => Promise<{ status: number }>, Uint8Array][] = [];
