@@ -143,6 +143,29 @@ describe('router calls', () => {
       expect(world.partners.acme.received.length).toBe(posted);
     });
 
+    it('answers a body of another type, or of none, only after authentication, and records it', async () => {
+      const send = (headers: Record<string, string>, body: string | Uint8Array) =>
+        call(`${world.api.url}/v1/models/acme/flux-schnell`, { method: 'POST', headers, body });
+      const xml = { 'content-type': 'application/xml' };
+      expectRouterError(await send(xml, '<prompt>x</prompt>'), 401, 'unauthorized');
+      // A Uint8Array goes without any content type.
+      expectRouterError(await send({}, new TextEncoder().encode('{"prompt": "x"}')), 401, 'unauthorized');
+
+      const posted = world.partners.acme.received.length;
+      const auth = { authorization: `Bearer ${ws.token}` };
+      const bodies: [Record<string, string>, string | Uint8Array][] = [
+        [{ ...auth, ...xml }, '<prompt>x</prompt>'],
+        [{ ...auth, 'content-type': 'application/x-www-form-urlencoded' }, 'prompt=x'],
+        [auth, new TextEncoder().encode('{"prompt": "x"}')],
+      ];
+      for (const [headers, body] of bodies) {
+        const reply = await send(headers, body);
+        expectRouterError(reply, 400, 'invalid_input');
+        expect(await record(expectRequestId(reply))).toMatchObject({ accountId: ws.id, outcome: 'invalid_input', charged: false });
+      }
+      expect(world.partners.acme.received.length).toBe(posted);
+    });
+
     it("passes a partner's own validation errors through unchanged, unknown types included", async () => {
       const before = world.partners.nova.received.length;
       const reply = await world.post(ws.token, 'nova/image-edit', { image_url: 'https://img.example/tiny.png', prompt: 'x [[invalid]]' });

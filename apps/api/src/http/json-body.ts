@@ -1,5 +1,5 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyRequest, RawServerDefault } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RawServerDefault } from 'fastify';
 import { ApiError } from '#libs/contracts';
 import { isRouterPath } from './error-body.js';
 
@@ -61,6 +61,27 @@ export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: nu
     const fail = (err: Error) => (routerCall ? done(null, new UnparsableBody(err)) : done(err, undefined));
     if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) return fail(tooDeepError());
     return parse(request, text, (err, value) => (err ? fail(err) : done(null, value)));
+  });
+}
+
+/** `application/json` or a `+json` type, parameters allowed. */
+export function isJsonContentType(type: string | undefined): boolean {
+  return /^application\/([\w.+-]+\+)?json\b/i.test(type ?? '');
+}
+
+/**
+ * Router calls answer a body of a type no parser takes (XML, a form, a body with no type) after
+ * authentication, like any other bad input, so that the call is recorded. Fastify would refuse it
+ * (415) before the guard runs; read as text instead, it reaches the call, which takes only JSON.
+ */
+export function readAnyRouterCallBody(fastify: FastifyInstance, basePath: string): void {
+  fastify.addHook('onRequest', async (request) => {
+    if (request.method !== 'POST' || !isRouterPath(request.url, basePath)) return;
+    const headers = request.raw.headers;
+    if (isJsonContentType(headers['content-type'])) return;
+    const hasBody = headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0';
+    if (headers['content-type'] === undefined && !hasBody) return;
+    headers['content-type'] = 'text/plain; charset=utf-8';
   });
 }
 

@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { CONFIG } from '../core/tokens.js';
 import { toErrorShape } from '../http/error-body.js';
-import { UnparsableBody } from '../http/json-body.js';
+import { isJsonContentType, UnparsableBody } from '../http/json-body.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { CallsService, type CallerFate } from './calls/calls.service.js';
 import { CatalogService, type ModelListEntry } from './catalog/catalog.service.js';
@@ -132,7 +132,7 @@ export class RouterController {
     const startedAt = Date.now();
     const fate = callerFate(reply.raw);
     const key = request.headers['idempotency-key'];
-    const isJson = /^application\/([\w.+-]+\+)?json\b/i.test(request.headers['content-type'] ?? '');
+    const isJson = isJsonContentType(request.headers['content-type']);
     // Only JSON is a model input; Fastify would also hand over text bodies as strings.
     const parsed = isJson ? request.body : undefined;
     const unparsable = parsed instanceof UnparsableBody;
