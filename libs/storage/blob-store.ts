@@ -29,6 +29,17 @@ export interface SignedUrl {
   expiresAt: Date;
 }
 
+/**
+ * How long a link to a record's bytes may live: the configured lifetime, but never past the
+ * record's own expiry. After that the record answers 404, and its bytes, which other records may
+ * still hold, must not be served to whoever kept the link.
+ */
+export function linkLifetimeSeconds(ttlSeconds: number, recordExpiresAt: Date | null): number {
+  if (!recordExpiresAt) return ttlSeconds;
+  const left = Math.ceil((recordExpiresAt.getTime() - Date.now()) / 1000);
+  return Math.max(1, Math.min(ttlSeconds, left));
+}
+
 /** Content-addressed bytes: written once under `blake3/<hex>`, hashed while they stream in. */
 export interface BlobStore {
   readonly driver: 'local' | 's3';

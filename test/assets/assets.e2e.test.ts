@@ -214,6 +214,20 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     expect((await fetch(image.body.url)).headers.get('content-disposition')).toMatch(/^inline; /);
   });
 
+  it('signs no link that outlives its asset', async () => {
+    const shortLived = await upload(alice.key, randomBytes(90), 's.png', { expires_in: '120' });
+    expect(shortLived.status).toBe(201);
+    const again = await call(`${api.url}/api/v2/assets/${shortLived.body.id}`, { headers: bearer(alice.key) });
+    for (const view of [shortLived.body, again.body]) {
+      const [link, asset] = [Date.parse(view.url_expires_at), Date.parse(view.expires_at)];
+      expect(link).toBeLessThanOrEqual(asset + 1000);
+      expect(link).toBeGreaterThan(Date.now() + 60_000);
+    }
+    // One that lives longer than a link gets the link's whole lifetime (an hour by default).
+    const lasting = await upload(alice.key, randomBytes(90), 'l.png');
+    expect(Date.parse(lasting.body.url_expires_at)).toBeGreaterThan(Date.now() + 3_000_000);
+  });
+
   it('leaves no bytes in the store when it refuses an upload', async () => {
     const store = createBlobStore(loadConfig(stack.env({ MAX_UPLOAD_BYTES: String(MAX_UPLOAD) })));
     const refused: [string, () => Promise<{ status: number }>, Uint8Array][] = [];

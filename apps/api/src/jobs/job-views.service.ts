@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError, type JobView, type OutputView, type ProgressView } from '#libs/contracts';
 import { Prisma, type Db, type Job, type JobOutput, type Asset, type Blob, type JobStatus } from '#libs/db';
-import type { BlobStore } from '#libs/storage';
+import { linkLifetimeSeconds, type BlobStore } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { linkBase } from '../surface/request-scope.js';
@@ -116,7 +116,7 @@ export class JobViews {
     const signed = await this.store.signedUrl(output.asset.blobHash, {
       fileName: output.name,
       contentType: output.asset.contentType,
-      expiresInSeconds: this.config.signedUrlTtlSeconds,
+      expiresInSeconds: linkLifetimeSeconds(this.config.signedUrlTtlSeconds, output.asset.expiresAt),
       origin: requestOrigin(request, this.config),
     });
     return {
@@ -140,7 +140,7 @@ export class JobViews {
     const signed = await this.store.signedUrl(asset.blobHash, {
       fileName: String(data.name ?? asset.filePath),
       contentType: asset.contentType,
-      expiresInSeconds: this.config.signedUrlTtlSeconds,
+      expiresInSeconds: linkLifetimeSeconds(this.config.signedUrlTtlSeconds, asset.expiresAt),
       origin: requestOrigin(request, this.config),
     });
     return { ...data, url: signed.url, url_expires_at: signed.expiresAt.toISOString() };

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
 import type { Account } from '#libs/db';
-import type { BlobStore } from '#libs/storage';
+import { linkLifetimeSeconds, type BlobStore } from '#libs/storage';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { BLOB_STORE, CONFIG } from '../core/tokens.js';
 import { requestOrigin } from '../http/request-origin.js';
@@ -50,7 +50,7 @@ export class V1ViewController {
     const signed = await this.store.signedUrl(asset.blobHash, {
       fileName: name,
       contentType: asset.contentType,
-      expiresInSeconds: this.config.signedUrlTtlSeconds,
+      expiresInSeconds: linkLifetimeSeconds(this.config.signedUrlTtlSeconds, asset.expiresAt),
       origin: requestOrigin(request, this.config),
     });
     return reply.status(302).header('location', signed.url).header('cache-control', 'no-store').send();

@@ -5,7 +5,7 @@ import { blobSurvived, createAssetRecord, deleteAssetsAndOrphanBlobs, discardUnr
 import type { Config } from '#libs/config';
 import { ApiError, isStorableText, type AssetView } from '#libs/contracts';
 import type { Asset, Db } from '#libs/db';
-import { formatHashRef, parseHashRef, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
+import { formatHashRef, linkLifetimeSeconds, parseHashRef, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB } from '../../core/tokens.js';
 import { requestOrigin } from '../../http/request-origin.js';
 import { isMediaType } from '../../http/send-blob.js';
@@ -200,7 +200,7 @@ export class AssetsService {
     return this.store.signedUrl(asset.blobHash, {
       fileName: asset.filePath.split('/').pop() || 'file',
       contentType: asset.contentType,
-      expiresInSeconds: this.config.signedUrlTtlSeconds,
+      expiresInSeconds: linkLifetimeSeconds(this.config.signedUrlTtlSeconds, asset.expiresAt),
       origin: requestOrigin(request, this.config),
     });
   }
