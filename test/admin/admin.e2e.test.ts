@@ -43,6 +43,9 @@ describe('admin command line', () => {
     expect((await probe(created.api_key)).status).toBe(404);
     expect(await admin('key', 'revoke', '--key', keys[0]!.prefix)).toEqual({ revoked: 1 });
     expect((await probe(created.api_key)).status).toBe(401);
+    // Revoking again is safe: it succeeds and says the key was already revoked.
+    expect(await admin('key', 'revoke', '--key', second.key_id)).toEqual({ revoked: 0, already_revoked: 1 });
+    expect(await admin('key', 'revoke', '--key', keys[0]!.prefix)).toEqual({ revoked: 0, already_revoked: 1 });
 
     expect((await admin('credits', 'add', '--account', created.account_id, '--amount', '250')).credits).toBe(750);
     expect((await admin('credits', 'add', '--account', created.account_id, '--amount=-50')).credits).toBe(700);
@@ -71,7 +74,81 @@ describe('admin command line', () => {
     writeFileSync(file, JSON.stringify({ '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } } }));
     expect(await admin('deployment', 'create', '--account', created.account_id, '--id', 'my-app', '--workflow', file)).toEqual({ id: 'my-app', status: 'starting' });
     expect(await admin('deployment', 'ready', '--id', 'my-app')).toEqual({ id: 'my-app', status: 'ready' });
+    expect(await admin('deployment', 'ready', '--id', 'my-app')).toEqual({ id: 'my-app', status: 'ready' });
     expect(await admin('deployment', 'stop', '--id', 'my-app')).toEqual({ id: 'my-app', status: 'stopped' });
+    expect(await admin('deployment', 'stop', '--id', 'my-app')).toEqual({ id: 'my-app', status: 'stopped' });
+  });
+
+  it('creates a deployment idempotently: a rerun reports it as it stands, a different one is refused', async () => {
+    const owner = await admin('account', 'create', '--name', 'Deployer 2');
+    const other = await admin('account', 'create', '--name', 'Someone else');
+    const file = `/tmp/${stack.name}-wf2.json`;
+    const workflow = { '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, '2': { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'x' } } };
+    writeFileSync(file, JSON.stringify(workflow));
+    const create = (account: string, wf = file) => stack.admin(['deployment', 'create', '--account', account, '--id', 'twice', '--workflow', wf]);
+    expect(JSON.parse((await create(owner.account_id)).stdout)).toEqual({ id: 'twice', status: 'starting' });
+    // The same file again, keys in another order: the same deployment, whose state is kept.
+    const reordered = `/tmp/${stack.name}-wf2b.json`;
+    writeFileSync(reordered, JSON.stringify({ '2': { inputs: { filename_prefix: 'x', images: ['1', 0] }, class_type: 'SaveImage' }, '1': workflow['1'] }));
+    await admin('deployment', 'ready', '--id', 'twice');
+    const again = await create(owner.account_id, reordered);
+    expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(again.stdout)).toEqual({ id: 'twice', status: 'ready' });
+
+    const changed = `/tmp/${stack.name}-wf2c.json`;
+    writeFileSync(changed, JSON.stringify({ ...workflow, '1': { ...workflow['1'], inputs: { ...workflow['1'].inputs, width: 16 } } }));
+    for (const r of [await create(owner.account_id, changed), await create(other.account_id)]) {
+      expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 1, stdout: '' });
+      expect(r.stderr).toBe('error: deployment twice already exists with another account or workflow\n');
+    }
+    const row = await stack.db.deployment.findUniqueOrThrow({ where: { id: 'twice' } });
+    expect({ accountId: row.accountId, status: row.status, workflow: row.workflow }).toEqual({ accountId: owner.account_id, status: 'ready', workflow });
+  });
+
+  it('pins only workflows in API format', async () => {
+    const owner = await admin('account', 'create', '--name', 'Deployer 3');
+    const cases: [unknown, RegExp][] = [
+      [{ nodes: [], links: [], version: 0.4 }, /editor \(UI\) format/],
+      [{}, /no nodes/],
+      [{ '1': { inputs: {} } }, /node 1 needs a string class_type/],
+      [[1, 2], /not a JSON object/],
+    ];
+    for (const [i, [workflow, message]] of cases.entries()) {
+      const file = `/tmp/${stack.name}-bad${i}.json`;
+      writeFileSync(file, JSON.stringify(workflow));
+      const r = await stack.admin(['deployment', 'create', '--account', owner.account_id, '--id', `bad-${i}`, '--workflow', file]);
+      expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 1, stdout: '' });
+      expect(r.stderr).toMatch(message);
+    }
+    expect(await stack.db.deployment.count({ where: { accountId: owner.account_id } })).toBe(0);
+  });
+
+  it('prints help on stdout with exit 0, and a usage error with 64', async () => {
+    for (const args of [['help'], ['--help']]) {
+      const r = await stack.admin(args);
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(r.stdout).toMatch(/^usage: npm run admin/);
+      expect(r.stdout).toContain('deployment create --account ID');
+    }
+    const one = await stack.admin(['key', 'create', '--help']);
+    expect({ code: one.code, stdout: one.stdout }).toEqual({ code: 0, stdout: 'usage: npm run admin -- key create --account ID [--name NAME]: prints a new API key (shown once)\n' });
+    const bad = await stack.admin(['key', 'create', '--acount', 'x']);
+    expect({ code: bad.code, stdout: bad.stdout }).toEqual({ code: 64, stdout: '' });
+    expect(bad.stderr).toMatch(/Unknown option '--acount'[\s\S]*usage: npm run admin -- key create --account ID/);
+  });
+
+  it('applies a revocation with Redis down, and warns instead of printing a stack trace', async () => {
+    const created = await admin('account', 'create', '--name', 'No redis');
+    const key = await admin('key', 'create', '--account', created.account_id);
+    const r = await stack.admin(['key', 'revoke', '--key', key.key_id], { REDIS_URL: 'redis://127.0.0.1:1' });
+    expect({ code: r.code, stdout: JSON.parse(r.stdout) as unknown }).toEqual({ code: 0, stdout: { revoked: 1 } });
+    expect(r.stderr).toBe('warning: Redis unreachable: API replicas apply the change once their cached lookups expire\n');
+  });
+
+  it('names the reason in one line when PostgreSQL is unreachable', async () => {
+    const r = await stack.admin(['account', 'show', '--account', '00000000-0000-4000-8000-000000000000'], { DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/nothing' });
+    expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(r.stderr).toBe("error: Can't reach database server at 127.0.0.1:1\n");
   });
 
   it.each([
@@ -79,7 +156,11 @@ describe('admin command line', () => {
     [['account', 'create', '--name', 'x', '--tier', 'platinum'], /Unknown tier/],
     [['account', 'create', '--name', 'x', '--credits', 'lots'], /whole number/],
     [['credits', 'add', '--account', '00000000-0000-4000-8000-000000000000', '--amount', '1'], /no account/],
-    [['key', 'revoke', '--key', 'cck_nothere'], /no active key/],
+    [['key', 'revoke', '--key', 'cck_nothere'], /no key with that id or prefix/],
+    [['account', 'set', '--account', '00000000-0000-4000-8000-000000000000', '--max-queued-jobs', '99999999999'], /--max-queued-jobs must be a whole number from 0 to 2147483647/],
+    [['account', 'create', '--name', 'x', '--credits', '99999999999999999999'], /--credits must be between/],
+    [['credits', 'add', '--account', '00000000-0000-4000-8000-000000000000', '--amount=-99999999999999999999'], /--amount must be between/],
+    [['router', 'token', '--account', '00000000-0000-4000-8000-000000000000', '--ttl', '0'], /--ttl must be a whole number from 1/],
     [['account', 'set', '--account', 'nope'], /no account/],
     [['deployment', 'create', '--account', '00000000-0000-4000-8000-000000000000', '--id', 'Bad_Id', '--workflow', '/nonexistent'], /no account|DNS label/],
     [['nonsense'], /usage: npm run admin/],
@@ -88,7 +169,17 @@ describe('admin command line', () => {
     const r = await stack.admin(args);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(message);
+    // One plain message: no stack trace, no driver dump.
+    expect(r.stderr).not.toMatch(/\n\s+at |Invalid `prisma/);
     expect(r.stdout).toBe('');
+  });
+
+  it('refuses a router token that would be born expired', async () => {
+    const created = await admin('account', 'create', '--name', 'Router ttl');
+    for (const ttl of ['0', '-5']) {
+      const r = await stack.admin(['router', 'token', '--account', created.account_id, `--ttl=${ttl}`]);
+      expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 1, stdout: '', stderr: 'error: --ttl must be a whole number from 1 to 2147483647\n' });
+    }
   });
 
   it('stops with the name of a bad environment variable', async () => {

@@ -3,6 +3,7 @@ import type { ParseArgsConfig } from 'node:util';
 import type { AccountLimitsPatch, AccountsService } from '#libs/accounts';
 import type { Config } from '#libs/config';
 import type { Db } from '#libs/db';
+import { workflowFormat } from '#libs/workflow';
 
 export interface CommandContext {
   values: Record<string, string | undefined>;
@@ -29,16 +30,26 @@ function required(values: Record<string, string | undefined>, name: string): str
   return v;
 }
 
+// The columns behind the flags: credits are PostgreSQL bigint, limits integer. A value outside
+// them would otherwise reach the database and come back as a driver error.
+const BIGINT_MAX = 2n ** 63n - 1n;
+const INT_MAX = 2 ** 31 - 1;
+
 function wholeNumber(value: string, name: string): bigint {
   if (!/^-?\d+$/.test(value)) throw new InputError(`--${name} must be a whole number`);
-  return BigInt(value);
+  const n = BigInt(value);
+  if (n > BIGINT_MAX || n < -BIGINT_MAX) throw new InputError(`--${name} must be between -${BIGINT_MAX} and ${BIGINT_MAX}`);
+  return n;
+}
+
+function boundedInt(value: string, name: string, min: number): number {
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > INT_MAX) throw new InputError(`--${name} must be a whole number from ${min} to ${INT_MAX}`);
+  return Number(value);
 }
 
 function optionalInt(values: Record<string, string | undefined>, name: string): number | undefined {
   const v = values[name];
-  if (v === undefined) return undefined;
-  if (!/^\d+$/.test(v)) throw new InputError(`--${name} must be a whole number >= 0`);
-  return Number(v);
+  return v === undefined ? undefined : boundedInt(v, name, 0);
 }
 
 function optionalBool(values: Record<string, string | undefined>, name: string): boolean | undefined {
@@ -147,8 +158,9 @@ export const commands: Command[] = [
     changesAuth: true,
     async run({ values, db, accounts }) {
       const id = required(values, 'account');
+      const patch = limitsPatch(values);
       await accountExists(db, id);
-      return accountJson(await accounts.setLimits(id, limitsPatch(values)));
+      return accountJson(await accounts.setLimits(id, patch));
     },
   },
   {
@@ -169,10 +181,15 @@ export const commands: Command[] = [
     summary: '--key KEY_ID_OR_PREFIX',
     options: { key: str },
     changesAuth: true,
-    async run({ values, accounts }) {
-      const revoked = await accounts.revokeApiKey(required(values, 'key'));
-      if (revoked === 0) throw new InputError('no active key with that id or prefix');
-      return { revoked };
+    async run({ values, db, accounts }) {
+      const idOrPrefix = required(values, 'key');
+      const revoked = await accounts.revokeApiKey(idOrPrefix);
+      if (revoked > 0) return { revoked };
+      // Running it again is safe: a key revoked before stays revoked, and says so.
+      const isUuid = /^[0-9a-f-]{36}$/i.test(idOrPrefix);
+      const known = await db.apiKey.count({ where: isUuid ? { id: idOrPrefix } : { prefix: idOrPrefix } });
+      if (known === 0) throw new InputError('no key with that id or prefix');
+      return { revoked: 0, already_revoked: known };
     },
   },
   {
@@ -183,8 +200,9 @@ export const commands: Command[] = [
     changesAuth: true,
     async run({ values, db, accounts }) {
       const id = required(values, 'account');
+      const amount = wholeNumber(required(values, 'amount'), 'amount');
       await accountExists(db, id);
-      const balance = await accounts.addCredits(id, wholeNumber(required(values, 'amount'), 'amount'), 'admin');
+      const balance = await accounts.addCredits(id, amount, 'admin');
       return { account_id: id, credits: balance };
     },
   },
@@ -195,9 +213,10 @@ export const commands: Command[] = [
     options: { account: str, ttl: str },
     async run({ values, db, config, mintRouterToken }) {
       const id = required(values, 'account');
+      // A token that is born expired is of no use to anyone.
+      const ttl = values.ttl === undefined ? 30 * 24 * 3600 : boundedInt(values.ttl, 'ttl', 1);
       await accountExists(db, id);
       if (!config.router.jwtSecret) throw new InputError('ROUTER_JWT_SECRET is not configured');
-      const ttl = values.ttl === undefined ? 30 * 24 * 3600 : Number(wholeNumber(values.ttl, 'ttl'));
       return { token: await mintRouterToken(config.router.jwtSecret, id, ttl), expires_in: ttl };
     },
   },
@@ -217,9 +236,30 @@ export const commands: Command[] = [
       } catch (err) {
         throw new InputError(`--workflow: ${(err as Error).message}`);
       }
-      if (typeof workflow !== 'object' || workflow === null || Array.isArray(workflow)) throw new InputError('--workflow must hold a JSON object in API format');
-      const row = await db.deployment.create({ data: { id, accountId, workflow: workflow as object } });
-      return { id: row.id, status: row.status };
+      const problem = apiFormatProblem(workflow);
+      if (problem) throw new InputError(`--workflow must hold a workflow in API format: ${problem}`);
+      // Safe to run again (a deploy script retried): the same deployment is reported as it stands.
+      const existing = async () => {
+        const row = await db.deployment.findUnique({ where: { id } });
+        if (!row) return null;
+        if (row.accountId !== accountId || canonicalJson(row.workflow) !== canonicalJson(workflow)) {
+          throw new InputError(`deployment ${id} already exists with another account or workflow`);
+        }
+        return { id: row.id, status: row.status };
+      };
+      const found = await existing();
+      if (found) return found;
+      try {
+        const row = await db.deployment.create({ data: { id, accountId, workflow: workflow as object } });
+        return { id: row.id, status: row.status };
+      } catch (err) {
+        // Two runs at once: the one that lost the insert reports the row the other made.
+        if ((err as { code?: string }).code === 'P2002') {
+          const raced = await existing();
+          if (raced) return raced;
+        }
+        throw err;
+      }
     },
   },
   ...(['ready', 'stop'] as const).map(
@@ -238,6 +278,29 @@ export const commands: Command[] = [
     }),
   ),
 ];
+
+/** Why `workflow` is not an API-format graph (node id -> {class_type, inputs}), or null. */
+function apiFormatProblem(workflow: unknown): string | null {
+  const format = workflowFormat(workflow);
+  if (format === 'invalid') return 'not a JSON object';
+  if (format === 'ui') return 'this is the editor (UI) format; export it with "Save (API)"';
+  const nodes = Object.entries(workflow as Record<string, unknown>);
+  if (nodes.length === 0) return 'it has no nodes';
+  for (const [nodeId, node] of nodes) {
+    const n = node as { class_type?: unknown; inputs?: unknown } | null;
+    if (typeof n !== 'object' || n === null || typeof n.class_type !== 'string' || typeof n.inputs !== 'object' || n.inputs === null || Array.isArray(n.inputs)) {
+      return `node ${nodeId} needs a string class_type and an inputs object`;
+    }
+  }
+  return null;
+}
+
+/** JSON with object keys sorted: PostgreSQL's jsonb does not keep the order they were written in. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) =>
+    typeof v === 'object' && v !== null && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+  );
+}
 
 export function usage(): string {
   return ['usage: npm run admin -- <group> <action> [flags]', ...commands.map((c) => `  ${c.group} ${c.action} ${c.summary}`)].join('\n');

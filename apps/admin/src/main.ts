@@ -14,21 +14,36 @@ class UsageError extends Error {}
 async function announceChange(config: Config): Promise<void> {
   // API replicas cache key lookups; this tells them to forget, so revocations apply at once.
   const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  // The failure is reported below; unhandled, ioredis would print it again with a stack trace.
+  redis.on('error', () => undefined);
   try {
     await redis.connect();
     await redis.publish(`${config.redisPrefix}:auth:changed`, 'admin');
   } catch {
-    // Without Redis the caches still expire within seconds.
+    // The change is made; without Redis the replicas' caches still expire within seconds.
+    process.stderr.write('warning: Redis unreachable: API replicas apply the change once their cached lookups expire\n');
   } finally {
     redis.disconnect();
   }
 }
 
+class Help {
+  constructor(readonly text: string) {}
+}
+
 async function run(argv: string[]): Promise<unknown> {
   const [group, action, ...rest] = argv;
+  if (group !== undefined && ['help', '--help', '-h'].includes(group)) return new Help(usage());
   const command: Command | undefined = commands.find((c) => c.group === group && c.action === action);
   if (!command) throw new UsageError(usage());
-  const { values } = parseArgs({ args: rest, options: command.options, strict: true, allowPositionals: false });
+  const line = `usage: npm run admin -- ${command.group} ${command.action} ${command.summary}`;
+  if (rest.includes('--help') || rest.includes('-h')) return new Help(line);
+  let values;
+  try {
+    ({ values } = parseArgs({ args: rest, options: command.options, strict: true, allowPositionals: false }));
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n${line}`);
+  }
   const config = loadConfig();
   const db: Db = createPrismaClient(config.databaseUrl, 2, { preparedStatements: config.databasePreparedStatements });
   try {
@@ -40,11 +55,19 @@ async function run(argv: string[]): Promise<unknown> {
   }
 }
 
+/** Prisma's messages open with the call that failed and bury the reason on their last line. */
+function reason(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  if (!/Invalid `prisma\./.test(message)) return message;
+  return message.trim().split('\n').filter((l) => l.trim() !== '').at(-1)!.trim();
+}
+
 try {
   const result = await run(process.argv.slice(2));
-  process.stdout.write(`${JSON.stringify(result, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))}\n`);
+  if (result instanceof Help) process.stdout.write(`${result.text}\n`);
+  else process.stdout.write(`${JSON.stringify(result, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))}\n`);
 } catch (err) {
-  const message = err instanceof UsageError || err instanceof ConfigError ? err.message : `error: ${(err as Error).message}`;
+  const message = err instanceof UsageError || err instanceof ConfigError ? err.message : `error: ${reason(err)}`;
   process.stderr.write(`${message}\n`);
   process.exit(err instanceof UsageError ? 64 : 1);
 }
