@@ -1,3 +1,4 @@
+import { isIPv4 } from 'node:net';
 import { z } from 'zod';
 
 // Every environment variable the project reads, with its default. `.env.example` is checked
@@ -215,6 +216,13 @@ export function parseUpstreamBaseUrls(value: string): Record<string, string> | n
 
 export class ConfigError extends Error {}
 
+/** Only addresses that cannot be reached from another machine: a host name such as 127.example.com is not one. */
+function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, '$1');
+  if (bare === 'localhost' || bare === '::1') return true;
+  return isIPv4(bare) && bare.startsWith('127.');
+}
+
 /** Parses and validates the environment once; a bad value names its variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const raw: Record<string, string> = {};
@@ -236,8 +244,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.NODE_ENV === 'production' && e.SIGNING_SECRET === ENV_DEFAULTS.SIGNING_SECRET) {
     throw new ConfigError('Invalid configuration:\n  SIGNING_SECRET: must be set in production');
   }
-  const loopback = ['127.0.0.1', 'localhost', '::1'].includes(e.API_HOST) || e.API_HOST.startsWith('127.');
-  if (e.SURFACE === 'self-hosted' && !loopback && !e.SELF_HOSTED_TOKEN) {
+  if (e.SURFACE === 'self-hosted' && !isLoopback(e.API_HOST) && !e.SELF_HOSTED_TOKEN) {
     throw new ConfigError('Invalid configuration:\n  API_HOST: the self-hosted surface binds beyond loopback only with SELF_HOSTED_TOKEN set');
   }
   if (e.STORAGE_DRIVER === 's3' && !e.S3_ENDPOINT && !e.S3_REGION) {

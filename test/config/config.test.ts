@@ -37,6 +37,14 @@ describe('configuration', () => {
     expect(loadConfig({ SURFACE: 'self-hosted', API_HOST: '0.0.0.0', SELF_HOSTED_TOKEN: 'a-static-token' }).api.host).toBe('0.0.0.0');
   });
 
+  it('tells loopback addresses from host names that only look like them', () => {
+    for (const host of ['127.0.0.1', '127.0.1.1', 'localhost', '::1']) expect(loadConfig({ SURFACE: 'self-hosted', API_HOST: host }).api.host).toBe(host);
+    // A name resolves wherever its DNS says; "127." at its start proves nothing.
+    for (const host of ['127.example.com', '127.0.0.1.nip.io', '::', '0.0.0.0', '192.168.1.10']) {
+      expect(() => loadConfig({ SURFACE: 'self-hosted', API_HOST: host })).toThrow(/API_HOST: the self-hosted surface binds beyond loopback only with SELF_HOSTED_TOKEN/);
+    }
+  });
+
   it('switches to the S3 driver when an endpoint is given', () => {
     const config = loadConfig({ S3_ENDPOINT: 'http://127.0.0.1:9000', S3_BUCKET: 'media' });
     expect(config.storage).toMatchObject({ driver: 's3', endpoint: 'http://127.0.0.1:9000', publicEndpoint: 'http://127.0.0.1:9000', bucket: 'media', forcePathStyle: true });
