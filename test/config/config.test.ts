@@ -50,6 +50,18 @@ describe('configuration', () => {
     expect(config.storage).toMatchObject({ driver: 's3', endpoint: 'http://127.0.0.1:9000', publicEndpoint: 'http://127.0.0.1:9000', bucket: 'media', forcePathStyle: true });
   });
 
+  it('documents the self-hosted port default where API_PORT and SURFACE are described', () => {
+    const port = String(loadConfig({ SURFACE: 'self-hosted' }).api.port);
+    const lines = readFileSync('.env.example', 'utf8').split('\n');
+    const at = lines.indexOf(`API_PORT=${ENV_DEFAULTS.API_PORT}`);
+    // The comment block just above the variable.
+    const comment = lines.slice(0, at).reverse().filter((_l, i, all) => all.slice(0, i + 1).every((x) => x.startsWith('#'))).join(' ');
+    expect(comment).toContain(port);
+    const surfaceRow = readFileSync('README.md', 'utf8').split('\n').find((l) => l.startsWith('| `SURFACE` |'));
+    expect(surfaceRow).toContain(port);
+    expect(surfaceRow).toContain('SELF_HOSTED_TOKEN');
+  });
+
   it('is listed whole, with the same defaults, in .env.example', () => {
     const example = new Map(
       readFileSync('.env.example', 'utf8')
