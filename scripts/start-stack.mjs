@@ -3,11 +3,13 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { loadConfig } from '#libs/config';
 import { SERVICE_NODE_FLAGS } from '#libs/runtime';
 
 const env = process.env;
 const enginePort = env.SIM_ENGINE_PORT ?? '8188';
-const apiPort = env.API_PORT ?? '8080';
+// The API's own default: 8080, or 8189 for the self-hosted surface (next to an engine on 8188).
+const apiPort = String(loadConfig(env).api.port);
 const children = [];
 
 function start(name, entry, extra) {
