@@ -27,6 +27,11 @@ if ! curl -s -o /dev/null "$TEST_S3_ENDPOINT"; then
     node scripts/s3-test-server.mjs >/tmp/cc-s3rver.log 2>&1 &
   s3_pid=$!
   for _ in $(seq 1 50); do curl -s -o /dev/null "$TEST_S3_ENDPOINT" && break; sleep 0.1; done
+  # Otherwise every asset and storage test would fail later, each on its own connection error.
+  if ! curl -s -o /dev/null "$TEST_S3_ENDPOINT"; then
+    echo "The S3-compatible test server did not start at $TEST_S3_ENDPOINT (see /tmp/cc-s3rver.log)" >&2
+    exit 1
+  fi
 fi
 cleanup() { [ -n "$s3_pid" ] && kill "$s3_pid" 2>/dev/null || true; }
 trap cleanup EXIT
