@@ -223,6 +223,10 @@ function isLoopback(host: string): boolean {
   return isIPv4(bare) && bare.startsWith('127.');
 }
 
+const PLACEHOLDER = 'CHANGE-ME';
+/** Secrets that guard access: a known value of one lets anyone in. */
+const GUARDING_SECRETS = ['SIGNING_SECRET', 'ROUTER_JWT_SECRET', 'OPERATOR_TOKEN', 'SELF_HOSTED_TOKEN'] as const;
+
 /** Parses and validates the environment once; a bad value names its variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const raw: Record<string, string> = {};
@@ -243,6 +247,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = result.data;
   if (e.NODE_ENV === 'production' && e.SIGNING_SECRET === ENV_DEFAULTS.SIGNING_SECRET) {
     throw new ConfigError('Invalid configuration:\n  SIGNING_SECRET: must be set in production');
+  }
+  // The shipped Secret template (k8s/secret.yaml) passes every other check. Applied unedited, it
+  // would let anyone who read it mint router tokens or open the queue dashboard.
+  const placeholders = GUARDING_SECRETS.filter((name) => e[name].includes(PLACEHOLDER));
+  if (e.NODE_ENV === 'production' && placeholders.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n  ${placeholders.map((name) => `${name}: still the template's ${PLACEHOLDER} placeholder; set a secret of your own`).join('\n  ')}`);
   }
   if (e.SURFACE === 'self-hosted' && !isLoopback(e.API_HOST) && !e.SELF_HOSTED_TOKEN) {
     throw new ConfigError('Invalid configuration:\n  API_HOST: the self-hosted surface binds beyond loopback only with SELF_HOSTED_TOKEN set');

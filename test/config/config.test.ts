@@ -31,6 +31,16 @@ describe('configuration', () => {
     expect(loadConfig({ NODE_ENV: 'production', SIGNING_SECRET: 'a-real-production-secret-value' }).env).toBe('production');
   });
 
+  it("refuses the Secret template's placeholders for access-guarding secrets in production", () => {
+    const production = { NODE_ENV: 'production', SIGNING_SECRET: 'a-real-production-secret-value' };
+    for (const name of ['SIGNING_SECRET', 'ROUTER_JWT_SECRET', 'OPERATOR_TOKEN', 'SELF_HOSTED_TOKEN']) {
+      expect(() => loadConfig({ ...production, [name]: 'CHANGE-ME-to-32-random-bytes-base64' })).toThrow(new RegExp(`${name}: still the template's CHANGE-ME placeholder`));
+    }
+    expect(loadConfig({ ...production, ROUTER_JWT_SECRET: 'a-real-router-secret' }).env).toBe('production');
+    // A development stack may keep whatever it likes.
+    expect(loadConfig({ OPERATOR_TOKEN: 'CHANGE-ME' }).env).toBe('development');
+  });
+
   it('keeps the self-hosted surface on loopback (8189) unless a token is set', () => {
     expect(loadConfig({ SURFACE: 'self-hosted' }).api).toMatchObject({ host: '127.0.0.1', port: 8189 });
     expect(() => loadConfig({ SURFACE: 'self-hosted', API_HOST: '0.0.0.0' })).toThrow(/API_HOST:/);

@@ -61,8 +61,11 @@ const migrateJob = find<Workload>(base, 'Job', 'comfy-cloud-migrate');
 const appImage = 'registry.example.com/comfy-cloud:0.1.0';
 const isApp = (c: Container) => c.image === appImage;
 
+/** The Secret as an operator applies it: every CHANGE-ME placeholder replaced. */
+const filledSecret = Object.fromEntries(Object.entries(secret.stringData).map(([k, v]) => [k, v.replaceAll('CHANGE-ME', `operator-chosen-${k.length}-0123456789`)]));
+
 /** The environment a container of ours starts with: envFrom sources, then its own env. */
-function containerEnv(c: Container, pod: string): Record<string, string> {
+function containerEnv(c: Container, pod: string, secretData: Record<string, string> = filledSecret): Record<string, string> {
   const env: Record<string, string> = {};
   for (const from of c.envFrom ?? []) {
     if (from.configMapRef) {
@@ -71,7 +74,7 @@ function containerEnv(c: Container, pod: string): Record<string, string> {
     }
     if (from.secretRef) {
       expect(from.secretRef.name).toBe(secret.metadata.name);
-      Object.assign(env, secret.stringData);
+      Object.assign(env, secretData);
     }
   }
   for (const v of c.env ?? []) {
@@ -152,6 +155,9 @@ describe('k8s/ (kubectl apply -k k8s/)', () => {
         const config = loadConfig(containerEnv(c, w.metadata.name));
         expect(config.env).toBe('production');
         expect(config.storage.driver).toBe('s3');
+        // Applied as shipped, the template's placeholders are refused by name.
+        const asShipped = () => loadConfig(containerEnv(c, w.metadata.name, secret.stringData));
+        for (const name of ['SIGNING_SECRET', 'ROUTER_JWT_SECRET', 'OPERATOR_TOKEN']) expect(asShipped).toThrow(new RegExp(`${name}: still the template's CHANGE-ME placeholder`));
       }
     }
   });
