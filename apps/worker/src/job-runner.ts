@@ -18,6 +18,7 @@ import type { BlobStore } from '#libs/storage';
 import type { ProgressView } from '#libs/contracts';
 import { stageInputs, StagingError, type ApiWorkflow } from './input-staging.js';
 import { OutputStore, OutputStoreError, type StoredOutput } from './output-store.js';
+import { PromptWatch } from './prompt-watch.js';
 import { RunContext, type EngineOutcome } from './run-context.js';
 import type { ReportedOutput } from './output-kinds.js';
 import { Throttle } from './throttle.js';
@@ -39,8 +40,6 @@ export interface RunnerDeps {
 
 // A handed-back job runs again elsewhere; once its attempts are used up it fails with `code`.
 type Ending = { outcome: Outcome } | { handBack: string; code?: string };
-
-const ENGINE_LOST_MS = 30_000;
 
 /**
  * An engine message as v1 clients see it: the engine knows the job by this worker's private prompt
@@ -292,7 +291,7 @@ export class JobRunner {
         }, config.worker.shutdownGraceMs);
       },
     };
-    const watchdog = this.watchEngine(ctx, promptId, (reason) => {
+    const watch = new PromptWatch(engine, socket, ctx, (reason) => {
       handBackReason = reason;
       ctx.end({ kind: 'interrupted' });
     });
@@ -316,7 +315,14 @@ export class JobRunner {
         return { handBack: `The engine did not accept the prompt: ${(err as Error).message}` };
       }
       this.stage = 'running';
+      watch.start();
       result = await ctx.outcome;
+      // The end came over the socket, but an `executed` may have been lost in a break before it.
+      if (watch.missedMessages && !handBackReason) {
+        const history = await watch.endedHistory();
+        if (history) ctx.settleFromHistory(history);
+        else jobLog('warn', 'no engine history to check for outputs the socket missed', { engine_prompt_id: promptId });
+      }
     } finally {
       clearInterval(cancelWatch);
       // A progress or preview still waiting for its throttle's turn goes out now: fired later, it
@@ -326,7 +332,7 @@ export class JobRunner {
       previewGate.flush();
       clearTimeout(deadline);
       clearTimeout(shutdownTimer);
-      watchdog.stop();
+      watch.stop();
       socket.off('message', onMessage);
       socket.off('binary', onBinary);
     }
@@ -346,34 +352,5 @@ export class JobRunner {
     if (canceled === 'expired') return { outcome: { status: 'expired', error: { code: 'execution_timeout', message: 'The job ran longer than allowed.' }, log } };
     if (canceled === 'cancel') return { outcome: { status: 'canceled', log } };
     return { outcome: { status: 'failed', error: { code: 'interrupted', message: 'The engine interrupted the job.' }, log } };
-  }
-
-  /**
-   * While a prompt runs, checks the engine answers. If it went away and came back without the
-   * prompt (a restart loses its queue), or stays away too long, the job is handed back.
-   */
-  private watchEngine(ctx: RunContext, promptId: string, lost: (reason: string) => void): { stop(): void } {
-    const { engine } = this.d;
-    let downSince: number | null = null;
-    let busy = false;
-    const timer = setInterval(() => {
-      if (busy || ctx.done) return;
-      busy = true;
-      void (async () => {
-        const up = await engine.ready(1500);
-        if (!up) {
-          downSince ??= Date.now();
-          if (Date.now() - downSince > ENGINE_LOST_MS) lost('The engine stopped answering.');
-          return;
-        }
-        if (downSince === null) return;
-        downSince = null;
-        const q = await engine.queue().catch(() => null);
-        const known = q ? [...q.queue_running, ...q.queue_pending].some((item) => item[1] === promptId) : true;
-        const history = known ? undefined : await engine.history(promptId).catch(() => undefined);
-        if (!known && !history && !ctx.done) lost('The engine restarted and lost the prompt.');
-      })().finally(() => (busy = false));
-    }, 1000);
-    return { stop: () => clearInterval(timer) };
   }
 }

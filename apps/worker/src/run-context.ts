@@ -1,4 +1,4 @@
-import type { BinaryFrame, EngineMessage } from '#libs/engine-protocol';
+import type { BinaryFrame, EngineMessage, HistoryEntry } from '#libs/engine-protocol';
 import { ProgressTracker } from '#libs/jobs';
 import type { ProgressView } from '#libs/contracts';
 import { LogCapture } from './log-capture.js';
@@ -36,6 +36,8 @@ export class RunContext {
   private settle!: (outcome: EngineOutcome) => void;
   readonly outcome: Promise<EngineOutcome>;
   private started = false;
+  /** Nodes whose outputs were already handed on, so history does not report them twice. */
+  private readonly reported = new Set<string>();
   done = false;
 
   constructor(
@@ -87,35 +89,62 @@ export class RunContext {
       case 'executed': {
         const nodeId = String(data.node);
         this.tracker.finished(nodeId);
+        this.reported.add(nodeId);
         this.hooks.outputs(nodeId, reportedOutputs(data.output as Record<string, unknown> | null), message);
         this.hooks.progress(this.tracker.snapshot(), false);
         return;
       }
       case 'execution_success':
-        this.tracker.complete();
-        this.hooks.forward(message);
-        this.hooks.progress(this.tracker.snapshot(), true);
-        this.end({ kind: 'success' });
-        return;
-      case 'execution_error': {
-        this.hooks.forward(message);
-        const tb = data.traceback;
-        this.end({
-          kind: 'error',
-          nodeId: typeof data.node_id === 'string' ? data.node_id : null,
-          classType: typeof data.node_type === 'string' ? data.node_type : null,
-          message: String(data.exception_message ?? 'The engine reported an error.').trim(),
-          exceptionType: String(data.exception_type ?? 'Exception'),
-          traceback: Array.isArray(tb) ? tb.join('') : String(tb ?? ''),
-        });
-        return;
-      }
+      case 'execution_error':
       case 'execution_interrupted':
-        this.hooks.forward(message);
-        this.end({ kind: 'interrupted' });
+        this.conclude(message);
         return;
       default:
         this.hooks.forward(message);
+    }
+  }
+
+  /**
+   * The prompt's record in the engine's history, for when the socket may have missed messages:
+   * outputs not yet handed on are stored now (history lists cached nodes' outputs too), and if
+   * the run is still open, the terminal message history kept ends it.
+   */
+  settleFromHistory(entry: HistoryEntry): void {
+    for (const [nodeId, output] of Object.entries(entry.outputs ?? {})) {
+      if (this.reported.has(nodeId)) continue;
+      this.reported.add(nodeId);
+      const display = entry.meta?.[nodeId]?.display_node ?? nodeId;
+      const message = { type: 'executed', data: { node: nodeId, display_node: display, output, prompt_id: this.promptId } };
+      if (!this.done) this.tracker.finished(nodeId);
+      this.hooks.outputs(nodeId, reportedOutputs(output), message);
+    }
+    if (this.done) return;
+    const messages = entry.status?.messages ?? [];
+    const terminal = messages.find(([type]) => type === 'execution_error' || type === 'execution_interrupted');
+    if (terminal) this.conclude({ type: terminal[0], data: terminal[1] });
+    else if (entry.status?.status_str === 'success') this.conclude({ type: 'execution_success', data: { prompt_id: this.promptId } });
+    else this.conclude({ type: 'execution_error', data: { prompt_id: this.promptId, exception_message: 'The engine recorded the prompt as failed without saying why.' } });
+  }
+
+  private conclude(message: EngineMessage): void {
+    const data = (message.data ?? {}) as Record<string, unknown>;
+    this.hooks.forward(message);
+    if (message.type === 'execution_success') {
+      this.tracker.complete();
+      this.hooks.progress(this.tracker.snapshot(), true);
+      this.end({ kind: 'success' });
+    } else if (message.type === 'execution_interrupted') {
+      this.end({ kind: 'interrupted' });
+    } else {
+      const tb = data.traceback;
+      this.end({
+        kind: 'error',
+        nodeId: typeof data.node_id === 'string' ? data.node_id : null,
+        classType: typeof data.node_type === 'string' ? data.node_type : null,
+        message: String(data.exception_message ?? 'The engine reported an error.').trim(),
+        exceptionType: String(data.exception_type ?? 'Exception'),
+        traceback: Array.isArray(tb) ? tb.join('') : String(tb ?? ''),
+      });
     }
   }
 

@@ -1,0 +1,102 @@
+import http from 'node:http';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+
+/**
+ * Sits between a worker and its engine and passes everything through, until a test breaks the
+ * link: cut the engine WebSocket (and keep it from coming back), or leave `/view` unanswered.
+ * The engine itself runs on undisturbed, so the test controls exactly what the worker misses.
+ */
+export class EngineProxy {
+  private server!: http.Server;
+  private readonly sockets = new Set<Duplex>();
+  private socketsBlocked = false;
+  private viewsStalled = false;
+  private readonly stalled = new Set<http.ServerResponse>();
+  /** `/view` requests that reached the proxy, stalled or not. */
+  viewRequests = 0;
+  url = '';
+
+  constructor(private readonly engineUrl: string) {}
+
+  async start(): Promise<this> {
+    const target = new URL(this.engineUrl);
+    this.server = http.createServer((req, res) => {
+      if (req.url?.startsWith('/view')) {
+        this.viewRequests++;
+        if (this.viewsStalled) {
+          // Taken, never answered: what an engine too busy to serve a file looks like.
+          this.stalled.add(res);
+          return;
+        }
+      }
+      const upstream = http.request(
+        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+    });
+    this.server.on('upgrade', (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
+      if (this.socketsBlocked) {
+        client.destroy();
+        return;
+      }
+      const upstream = net.connect(Number(target.port), target.hostname, () => {
+        const lines = [`${req.method} ${req.url} HTTP/1.1`, ...Object.entries(req.headers).map(([k, v]) => `${k}: ${String(v)}`)];
+        upstream.write(lines.join('\r\n') + '\r\n\r\n');
+        upstream.write(head);
+        upstream.pipe(client).pipe(upstream);
+      });
+      const pair = [client, upstream];
+      for (const s of pair) {
+        this.sockets.add(s);
+        s.on('error', () => pair.forEach((x) => x.destroy()));
+        s.on('close', () => {
+          this.sockets.delete(s);
+          pair.forEach((x) => x.destroy());
+        });
+      }
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    const { port } = this.server.address() as net.AddressInfo;
+    this.url = `http://127.0.0.1:${port}`;
+    return this;
+  }
+
+  /** Drops every open engine WebSocket and refuses new ones until `restoreSockets()`. */
+  cutSockets(): void {
+    this.socketsBlocked = true;
+    for (const s of this.sockets) s.destroy();
+  }
+
+  restoreSockets(): void {
+    this.socketsBlocked = false;
+  }
+
+  get openSockets(): number {
+    return this.sockets.size / 2;
+  }
+
+  /** From now on `/view` requests are accepted and never answered, until `releaseViews()`. */
+  stallViews(): void {
+    this.viewsStalled = true;
+  }
+
+  /** Later `/view` requests pass again; the ones already stalled are dropped. */
+  releaseViews(): void {
+    this.viewsStalled = false;
+    for (const res of this.stalled) res.destroy();
+    this.stalled.clear();
+  }
+
+  async close(): Promise<void> {
+    this.releaseViews();
+    for (const s of this.sockets) s.destroy();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}

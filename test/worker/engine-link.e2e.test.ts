@@ -1,0 +1,89 @@
+import { EngineClient } from '#libs/engine-protocol';
+import { EngineProxy } from '../support/engine-proxy.js';
+import { JobsProbe, waitUntil } from '../support/jobs.js';
+import type { RunningProcess } from '../support/processes.js';
+import { TestStack } from '../support/stack.js';
+
+/**
+ * The worker reaches its engine through a proxy the tests can break, while the engine runs on.
+ * The execution timeout is far beyond every wait here: a job that only ends by timing out fails
+ * these tests rather than passing late.
+ */
+describe('worker and engine: a broken link loses no job', () => {
+  const stack = new TestStack('local');
+  let probe: JobsProbe;
+  let engine: RunningProcess;
+  let direct: EngineClient;
+  let proxy: EngineProxy;
+  let account: { id: string; key: string };
+
+  beforeAll(async () => {
+    await stack.open();
+    probe = new JobsProbe(stack);
+    engine = await stack.start('apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: '0', SIM_STEP_MS: '10' });
+    direct = new EngineClient(engine.url);
+    proxy = await new EngineProxy(engine.url).start();
+    await stack.start(
+      'apps/worker/src/main.js',
+      { ENGINE_URL: proxy.url, WORKER_PORT: '0', WORKER_ID: 'link-w1', JOB_EXECUTION_TIMEOUT_SECONDS: '300' },
+      'ready',
+    );
+    account = await stack.account({ tier: 'enterprise' });
+  });
+  afterEach(() => {
+    proxy.restoreSockets();
+    proxy.releaseViews();
+  });
+  afterAll(async () => {
+    await probe.close();
+    await proxy.close();
+    await stack.close();
+  });
+
+  /** Runs until the prompt is on the engine, then cuts the worker's socket for the rest of the run. */
+  async function cutWhileRunning(jobId: string): Promise<string> {
+    let promptId: string | null = null;
+    await waitUntil(async () => {
+      promptId = (await stack.db.job.findUniqueOrThrow({ where: { id: jobId } })).enginePromptId;
+      if (!promptId) return false;
+      const q = await direct.queue();
+      return q.queue_running.some((item) => item[1] === promptId);
+    }, 15_000, 'prompt running on the engine');
+    proxy.cutSockets();
+    // The engine finishes the prompt while the worker cannot hear it.
+    await waitUntil(async () => (await direct.history(promptId!)) !== undefined, 20_000, 'prompt finished on the engine');
+    return promptId!;
+  }
+
+  it('finishes a job whose end the socket missed, with the outputs it never heard of', async () => {
+    const jobId = await probe.place(account.id, {
+      '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0x102030 } },
+      '2': { class_type: 'SimSleep', inputs: { source: ['1', 0], ms: 1500 } },
+      '3': { class_type: 'ImageInvert', inputs: { image: ['2', 0] } },
+      '4': { class_type: 'SaveImage', inputs: { images: ['3', 0], filename_prefix: 'after_cut' } },
+    });
+    await cutWhileRunning(jobId);
+    // The socket comes back: the engine has nothing more to say about this prompt.
+    proxy.restoreSockets();
+    const job = await probe.waitFor(jobId, ['succeeded', 'failed', 'expired', 'queued'], 30_000);
+    expect(job.error).toBeNull();
+    expect(job.status).toBe('succeeded');
+    expect(job.attempts).toBe(1);
+    const outputs = await stack.db.jobOutput.findMany({ where: { jobId } });
+    expect(outputs.map((o) => [o.nodeId, o.type])).toEqual([['4', 'image']]);
+    expect(outputs[0]!.name).toMatch(/^after_cut_/);
+  }, 60_000);
+
+  it('reports the node error the socket missed, while the socket stays down', async () => {
+    const jobId = await probe.place(account.id, {
+      '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+      '2': { class_type: 'SimSleep', inputs: { source: ['1', 0], ms: 1500 } },
+      '3': { class_type: 'SimFail', inputs: { source: ['2', 0], exception_type: 'ValueError', message: 'unheard failure' } },
+    });
+    await cutWhileRunning(jobId);
+    const job = await probe.waitFor(jobId, ['succeeded', 'failed', 'expired', 'queued'], 30_000);
+    expect(job.status).toBe('failed');
+    expect(job.error).toMatchObject({ code: 'node_execution_error', node_id: '3', class_type: 'SimFail', exception_type: 'ValueError' });
+    expect((job.error as { message: string }).message).toBe('unheard failure');
+  }, 60_000);
+});
