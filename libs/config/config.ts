@@ -54,6 +54,7 @@ export const ENV_DEFAULTS = {
   SSE_KEEPALIVE_MS: '15000',
   PREFER_WAIT_MAX_SECONDS: '60',
   ENGINE_URL: 'http://127.0.0.1:8188',
+  ENGINE_STALL_TIMEOUT_MS: '60000',
   WORKER_ID: '',
   WORKER_HOST: '127.0.0.1',
   WORKER_PORT: '8081',
@@ -137,6 +138,7 @@ const schema = z.object({
   SSE_KEEPALIVE_MS: int(100, 600_000),
   PREFER_WAIT_MAX_SECONDS: int(0, 600),
   ENGINE_URL: url(['http:', 'https:']),
+  ENGINE_STALL_TIMEOUT_MS: int(100),
   WORKER_ID: z.string().regex(/^[A-Za-z0-9._-]{0,64}$/, 'letters, digits, . _ - only'),
   WORKER_HOST: z.string().min(1),
   WORKER_PORT: int(0, 65535),
@@ -197,7 +199,7 @@ export interface Config {
     sseKeepaliveMs: number;
     preferWaitMaxSeconds: number;
   };
-  worker: { engineUrl: string; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
+  worker: { engineUrl: string; engineStallTimeoutMs: number; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
   router: { jwtSecret: string; jwtPublicKeys: string; deadlineMs: number; catalogFile: string; upstreamBaseUrls: Record<string, string> };
 }
 
@@ -316,6 +318,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     worker: {
       engineUrl: e.ENGINE_URL,
+      engineStallTimeoutMs: e.ENGINE_STALL_TIMEOUT_MS,
       workerId: e.WORKER_ID,
       host: e.WORKER_HOST,
       port: e.WORKER_PORT,

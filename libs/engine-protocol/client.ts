@@ -28,6 +28,12 @@ export interface EngineClientOptions {
   apiPrefix?: boolean;
   /** Per-request timeout for JSON calls, ms. Default 30000. Streams are not limited. */
   timeoutMs?: number;
+  /**
+   * An upload or download that moves no byte for this long fails, ms. Default 60000. Streams
+   * have no overall limit (outputs can be large), but an engine that stops sending must not
+   * hold a job forever.
+   */
+  stallTimeoutMs?: number;
   /** Extra headers for every request (e.g. auth on a proxy). */
   headers?: Record<string, string>;
 }
@@ -68,6 +74,8 @@ interface SendInit {
   headers?: Record<string, string>;
   body?: string | Readable;
   signal?: AbortSignal;
+  /** Fail when the connection is silent this long, response body included. */
+  stallTimeoutMs?: number;
 }
 
 const isOk = (res: IncomingMessage) => (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
@@ -89,6 +97,7 @@ export class EngineClient {
   readonly baseUrl: string;
   private readonly prefix: string;
   private readonly timeoutMs: number;
+  private readonly stallTimeoutMs: number;
   private readonly headers: Record<string, string>;
 
   constructor(options: EngineClientOptions | string) {
@@ -96,6 +105,7 @@ export class EngineClient {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.prefix = opts.apiPrefix ? '/api' : '';
     this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.stallTimeoutMs = opts.stallTimeoutMs ?? 60_000;
     this.headers = opts.headers ?? {};
   }
 
@@ -120,6 +130,10 @@ export class EngineClient {
       if (typeof init.body === 'string') headers['content-length'] = String(Buffer.byteLength(init.body));
       else if (init.body === undefined && method !== 'GET') headers['content-length'] = '0';
       const req = (protocol === 'https:' ? https : http).request(target, { method, headers, agent: agents[protocol], signal: init.signal });
+      if (init.stallTimeoutMs !== undefined) {
+        const ms = init.stallTimeoutMs;
+        req.setTimeout(ms, () => req.destroy(new Error(`no data for ${ms} ms`)));
+      }
       req.once('response', resolve);
       req.once('error', (err: NodeJS.ErrnoException) => {
         // A kept-alive socket the engine closed while idle: the request never reached it.
@@ -145,7 +159,7 @@ export class EngineClient {
 
   private request(method: string, path: string, init: { json?: unknown; signal?: AbortSignal; timeout?: boolean } = {}): Promise<IncomingMessage> {
     const signal = init.signal ?? (init.timeout === false ? undefined : AbortSignal.timeout(this.timeoutMs));
-    if (init.json === undefined) return this.send(method, this.url(path), { signal });
+    if (init.json === undefined) return this.send(method, this.url(path), { signal, stallTimeoutMs: init.timeout === false ? this.stallTimeoutMs : undefined });
     return this.send(method, this.url(path), { signal, headers: { 'content-type': 'application/json' }, body: JSON.stringify(init.json) });
   }
 
@@ -274,7 +288,7 @@ export class EngineClient {
       { name: 'image', filename, contentType: opts.contentType ?? guessContentType(filename), data },
     ]);
     const path = opts.mask ? '/upload/mask' : '/upload/image';
-    const res = await this.send('POST', this.url(path), { headers: { 'content-type': body.contentType }, body: Readable.from(body.stream) });
+    const res = await this.send('POST', this.url(path), { headers: { 'content-type': body.contentType }, body: Readable.from(body.stream), stallTimeoutMs: this.stallTimeoutMs });
     const text = await readText(res);
     if (!isOk(res)) throw new EngineHttpError('POST', path, res.statusCode ?? 0, text);
     return JSON.parse(text) as UploadImageResponse;

@@ -25,7 +25,7 @@ describe('worker and engine: a broken link loses no job', () => {
     proxy = await new EngineProxy(engine.url).start();
     await stack.start(
       'apps/worker/src/main.js',
-      { ENGINE_URL: proxy.url, WORKER_PORT: '0', WORKER_ID: 'link-w1', JOB_EXECUTION_TIMEOUT_SECONDS: '300' },
+      { ENGINE_URL: proxy.url, WORKER_PORT: '0', WORKER_ID: 'link-w1', JOB_EXECUTION_TIMEOUT_SECONDS: '300', ENGINE_STALL_TIMEOUT_MS: '1000' },
       'ready',
     );
     account = await stack.account({ tier: 'enterprise' });
@@ -85,5 +85,24 @@ describe('worker and engine: a broken link loses no job', () => {
     expect(job.status).toBe('failed');
     expect(job.error).toMatchObject({ code: 'node_execution_error', node_id: '3', class_type: 'SimFail', exception_type: 'ValueError' });
     expect((job.error as { message: string }).message).toBe('unheard failure');
+  }, 60_000);
+
+  it('gives up on an output download the engine stops answering, and stores the output on a later try', async () => {
+    proxy.stallViews();
+    const before = proxy.viewRequests;
+    const jobId = await probe.place(account.id, {
+      '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0xaabbcc } },
+      '2': { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'stalled' } },
+    });
+    // A second request for the output means the worker abandoned the first one.
+    await waitUntil(() => proxy.viewRequests >= before + 2, 20_000, 'the stalled download abandoned and tried again');
+    proxy.releaseViews();
+    const job = await probe.waitFor(jobId, ['succeeded', 'failed'], 30_000);
+    expect(job.error).toBeNull();
+    expect(job.status).toBe('succeeded');
+    const out = await stack.db.jobOutput.findFirstOrThrow({ where: { jobId }, include: { asset: { include: { blob: true } } } });
+    const parts: Buffer[] = [];
+    for await (const chunk of await direct.view({ filename: out.name, subfolder: '', type: 'output' })) parts.push(chunk as Buffer);
+    expect(Number(out.asset.blob.sizeBytes)).toBe(Buffer.concat(parts).length);
   }, 60_000);
 });

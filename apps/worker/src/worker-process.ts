@@ -102,7 +102,7 @@ export class WorkerProcess {
     this.subscriber.on('error', () => undefined);
     const store = createBlobStore(config);
     this.store = store;
-    this.engine = new EngineClient({ baseUrl: config.worker.engineUrl });
+    this.engine = new EngineClient({ baseUrl: config.worker.engineUrl, stallTimeoutMs: config.worker.engineStallTimeoutMs });
     this.socket = new EngineSocket({ url: config.worker.engineUrl, clientId: `worker-${this.id}`, featureFlags: { supports_preview_metadata: true } });
     this.socket.on('error', () => undefined);
     this.queue = createRunQueue({ url: config.redisUrl, maxRetriesPerRequest: null } as never, keys);
