@@ -131,6 +131,19 @@ describe('worker driving the sim-engine', () => {
     expect((job.error as any).traceback).toBeTruthy();
   });
 
+  it('fails a workflow the engine refuses with what the engine said was wrong, and where', async () => {
+    // Placed directly, past the API's own validation: the engine's 400 is what the worker meets.
+    const jobId = await probe.place(account.id, {
+      '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+      '2': { class_type: 'SaveImage', inputs: { filename_prefix: 'no_images' } },
+    });
+    const job = await probe.waitFor(jobId, ['failed', 'succeeded'], 30_000);
+    expect(job.status).toBe('failed');
+    expect(job.attempts).toBe(1);
+    expect(job.error).toMatchObject({ code: 'prompt_rejected', node_id: '2', class_type: 'SaveImage' });
+    expect((job.error as { message: string }).message).toContain('Required input is missing: images');
+  });
+
   it('cancels mid-sampler within one step time', async () => {
     const wf = withSeed(9, 200);
     const jobId = await probe.place(account.id, wf);

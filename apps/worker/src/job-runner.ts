@@ -19,6 +19,7 @@ import type { ProgressView } from '#libs/contracts';
 import { stageInputs, StagingError, type ApiWorkflow } from './input-staging.js';
 import { OutputStore, OutputStoreError, type StoredOutput } from './output-store.js';
 import { PromptWatch } from './prompt-watch.js';
+import { refusalMessage } from './refusal.js';
 import { RunContext, type EngineOutcome } from './run-context.js';
 import type { ReportedOutput } from './output-kinds.js';
 import { Throttle } from './throttle.js';
@@ -305,12 +306,8 @@ export class JobRunner {
         await engine.submitPrompt({ prompt: staged, client_id: socket.clientId, prompt_id: promptId, extra_data: extra ?? {} });
       } catch (err) {
         if (err instanceof EngineValidationError) {
-          return {
-            outcome: {
-              status: 'failed',
-              error: { code: 'prompt_rejected', message: `The engine refused the workflow: ${err.body.error?.message ?? err.errorType}`, node_id: Object.keys(err.body.node_errors ?? {})[0] ?? null },
-            },
-          };
+          const refusal = refusalMessage(err.body);
+          return { outcome: { status: 'failed', error: { code: 'prompt_rejected', message: refusal.message, node_id: refusal.nodeId, class_type: refusal.classType } } };
         }
         return { handBack: `The engine did not accept the prompt: ${(err as Error).message}` };
       }
