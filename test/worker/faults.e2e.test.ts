@@ -96,9 +96,16 @@ describe('worker faults: never stuck, nothing lost', () => {
     const leaving = await stack.start('apps/worker/src/main.js', { ENGINE_URL: engine.url, WORKER_PORT: '0', WORKER_ID: 'graceful-b', WORKER_SHUTDOWN_GRACE_MS: '300' }, 'ready');
     const jobId = await probe.place(account.id, slowJob(3000));
     await probe.waitFor(jobId, ['running'], 15_000);
+    let promptId: string | null = null;
+    await waitUntil(async () => (promptId = (await stack.db.job.findUniqueOrThrow({ where: { id: jobId } })).enginePromptId) !== null, 10_000, 'prompt submitted');
     expect(await leaving.stop('SIGTERM')).toBe(0);
     const back = await stack.db.job.findUniqueOrThrow({ where: { id: jobId } });
     expect(back.status).toBe('queued');
+    // The engine was told to stop the prompt it no longer runs for anyone.
+    const direct = new EngineClient(engine.url);
+    await waitUntil(async () => (await direct.history(promptId!)) !== undefined, 10_000, 'the left prompt ended on the engine');
+    const left = await direct.history(promptId!);
+    expect(left!.status!.messages.map(([type]) => type)).toContain('execution_interrupted');
     const other = await startPair('graceful-c');
     const done = await probe.waitFor(jobId, ['succeeded', 'failed'], 30_000);
     expect(done.status).toBe('succeeded');
