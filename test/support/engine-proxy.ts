@@ -4,7 +4,8 @@ import type { Duplex } from 'node:stream';
 
 /**
  * Sits between a worker and its engine and passes everything through, until a test breaks the
- * link: cut the engine WebSocket (and keep it from coming back), or leave `/view` unanswered.
+ * link: cut the engine WebSocket (and keep it from coming back), leave `/view` unanswered, or hold
+ * prompt submissions on their way to the engine.
  * The engine itself runs on undisturbed, so the test controls exactly what the worker misses.
  */
 export class EngineProxy {
@@ -13,6 +14,8 @@ export class EngineProxy {
   private socketsBlocked = false;
   private viewsStalled = false;
   private readonly stalled = new Set<http.ServerResponse>();
+  private promptsHeld = false;
+  private readonly heldPrompts: Array<() => void> = [];
   /** `/view` requests that reached the proxy, stalled or not. */
   viewRequests = 0;
   url = '';
@@ -30,6 +33,14 @@ export class EngineProxy {
           return;
         }
       }
+      if (this.promptsHeld && req.method === 'POST' && req.url?.startsWith('/prompt')) {
+        req.pause();
+        this.heldPrompts.push(() => forward(req, res));
+        return;
+      }
+      forward(req, res);
+    });
+    const forward = (req: http.IncomingMessage, res: http.ServerResponse) => {
       const upstream = http.request(
         { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
         (answer) => {
@@ -39,7 +50,7 @@ export class EngineProxy {
       );
       upstream.on('error', () => res.destroy());
       req.pipe(upstream);
-    });
+    };
     this.server.on('upgrade', (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
       if (this.socketsBlocked) {
         client.destroy();
@@ -86,6 +97,21 @@ export class EngineProxy {
     this.viewsStalled = true;
   }
 
+  /** From now on prompt submissions wait here, not yet on the engine, until `releasePrompts()`. */
+  holdPrompts(): void {
+    this.promptsHeld = true;
+  }
+
+  get heldPromptCount(): number {
+    return this.heldPrompts.length;
+  }
+
+  /** The held submissions go on to the engine, and later ones pass. */
+  releasePrompts(): void {
+    this.promptsHeld = false;
+    for (const pass of this.heldPrompts.splice(0)) pass();
+  }
+
   /** Later `/view` requests pass again; the ones already stalled are dropped. */
   releaseViews(): void {
     this.viewsStalled = false;
@@ -95,6 +121,7 @@ export class EngineProxy {
 
   async close(): Promise<void> {
     this.releaseViews();
+    this.releasePrompts();
     for (const s of this.sockets) s.destroy();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));

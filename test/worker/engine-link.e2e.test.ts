@@ -33,6 +33,7 @@ describe('worker and engine: a broken link loses no job', () => {
   afterEach(() => {
     proxy.restoreSockets();
     proxy.releaseViews();
+    proxy.releasePrompts();
   });
   afterAll(async () => {
     await probe.close();
@@ -85,6 +86,28 @@ describe('worker and engine: a broken link loses no job', () => {
     expect(job.status).toBe('failed');
     expect(job.error).toMatchObject({ code: 'node_execution_error', node_id: '3', class_type: 'SimFail', exception_type: 'ValueError' });
     expect((job.error as { message: string }).message).toBe('unheard failure');
+  }, 60_000);
+
+  it('runs nothing on the engine for a job canceled while its prompt was on the way there', async () => {
+    proxy.holdPrompts();
+    const jobId = await probe.place(account.id, {
+      '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+      '2': { class_type: 'SimSleep', inputs: { source: ['1', 0], ms: 5000 } },
+      '3': { class_type: 'SaveImage', inputs: { images: ['2', 0], filename_prefix: 'orphan' } },
+    });
+    await waitUntil(() => proxy.heldPromptCount === 1, 15_000, 'the prompt on its way to the engine');
+    const promptId = (await stack.db.job.findUniqueOrThrow({ where: { id: jobId } })).enginePromptId!;
+    await probe.cancel(jobId);
+    // The worker hears the cancel at once (pub/sub); give it time to act before the prompt lands.
+    await new Promise((r) => setTimeout(r, 1000));
+    proxy.releasePrompts();
+    expect((await probe.waitFor(jobId, ['canceled', 'succeeded', 'failed'], 15_000)).status).toBe('canceled');
+    // Nothing of it is left on the engine: neither waiting, nor running, nor run to its end.
+    await waitUntil(async () => {
+      const q = await direct.queue();
+      return ![...q.queue_running, ...q.queue_pending].some((item) => item[1] === promptId);
+    }, 3_000, 'the prompt gone from the engine queue');
+    expect((await direct.history(promptId))?.status?.status_str ?? 'never ran').not.toBe('success');
   }, 60_000);
 
   it('gives up on an output download the engine stops answering, and stores the output on a later try', async () => {

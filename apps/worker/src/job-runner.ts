@@ -267,20 +267,25 @@ export class JobRunner {
     const deadline = setTimeout(() => this.cancel(job.id, 'expired'), Math.max(0, deadlineMs));
     let handBackReason: string | null = null;
     let shutdownTimer: NodeJS.Timeout | undefined;
+    const stopPrompt = () =>
+      void interrupt().then(async () => {
+        // A prompt still waiting in the engine's queue produces no message when deleted.
+        const q = await engine.queue().catch(() => null);
+        const inQueue = q ? [...q.queue_running, ...q.queue_pending].some((item) => item[1] === promptId) : true;
+        if (!inQueue && !ctx.done) {
+          const h = await engine.history(promptId).catch(() => undefined);
+          if (!h) ctx.end({ kind: 'interrupted' });
+        }
+      });
     this.current = {
       jobId: job.id,
       cancel: (reason) => {
         if (canceled || ctx.done) return;
         canceled = reason;
-        void interrupt().then(async () => {
-          // A prompt still waiting in the engine's queue produces no message when deleted.
-          const q = await engine.queue().catch(() => null);
-          const inQueue = q ? [...q.queue_running, ...q.queue_pending].some((item) => item[1] === promptId) : true;
-          if (!inQueue && !ctx.done) {
-            const h = await engine.history(promptId).catch(() => undefined);
-            if (!h) ctx.end({ kind: 'interrupted' });
-          }
-        });
+        // Until the engine has the prompt there is nothing there to stop: a delete or interrupt
+        // would arrive first and the prompt after it, to run with nobody waiting for it. The
+        // submission step stops it (or skips it) instead.
+        if (this.stage === 'running') stopPrompt();
       },
       shutdown: () => {
         if (stopping) return;
@@ -302,8 +307,11 @@ export class JobRunner {
       const extra = await extraData;
       try {
         this.stage = 'submitting';
-        jobLog('debug', 'submitting prompt to the engine', { engine_prompt_id: promptId });
-        await engine.submitPrompt({ prompt: staged, client_id: socket.clientId, prompt_id: promptId, extra_data: extra ?? {} });
+        // Canceled before it was sent: the engine never hears of it (stopPrompt below ends the run).
+        if (!canceled) {
+          jobLog('debug', 'submitting prompt to the engine', { engine_prompt_id: promptId });
+          await engine.submitPrompt({ prompt: staged, client_id: socket.clientId, prompt_id: promptId, extra_data: extra ?? {} });
+        }
       } catch (err) {
         if (err instanceof EngineValidationError) {
           const refusal = refusalMessage(err.body);
@@ -312,6 +320,8 @@ export class JobRunner {
         return { handBack: `The engine did not accept the prompt: ${(err as Error).message}` };
       }
       this.stage = 'running';
+      // A cancel (or deadline) that came while the prompt was on its way is carried out now.
+      if (canceled) stopPrompt();
       watch.start();
       result = await ctx.outcome;
       // The end came over the socket, but an `executed` may have been lost in a break before it.
