@@ -59,7 +59,12 @@ export class OutputStore {
           }
           const view = await this.engine.viewWithInfo(output.ref);
           reportedType = view.contentType;
-          return await this.store.put(view.stream);
+          try {
+            return await this.store.put(view.stream);
+          } finally {
+            // A store that failed before reading it all must not leave the engine's connection open.
+            if (!view.stream.readableEnded) view.stream.destroy();
+          }
         } catch (err) {
           lastError = err;
           if (attempt < ATTEMPTS) await new Promise((r) => setTimeout(r, Math.min(4_000, 250 * 2 ** attempt)));
