@@ -78,8 +78,11 @@ export function fastifyOptions(config: Config): FastifyHttpOptions<Server> {
 
 /** Hooks every response passes through, whichever surface served it. */
 export function installHttpHooks(fastify: FastifyInstance, stop: Draining): void {
-  fastify.addHook('onRequest', async (request, reply) => {
+  // Hooks every request runs are callbacks, not async functions: an async hook costs each request
+  // a promise and a hop through the microtask queue, for work that never waits.
+  fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   // While the process stops, an answer closes its connection: a kept-alive idle connection would
   // otherwise hold the stop up until the client drops it, and the client's next request belongs on
@@ -89,13 +92,14 @@ export function installHttpHooks(fastify: FastifyInstance, stop: Draining): void
     done(null, payload);
   });
   // Labelled by the route template (`/api/v2/jobs/:id`), never the raw URL, to keep series bounded.
-  fastify.addHook('onResponse', async (request, reply) => {
+  fastify.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     httpRequestObserved(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
     // Off by default (see logController above); LOG_LEVEL=debug traces every request.
     if (request.log.level === 'debug' || request.log.level === 'trace') {
       request.log.debug({ method: request.method, url: redactUrl(request.url), route, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request completed');
     }
+    done();
   });
   // Errors raised before a Nest handler runs (body parsing, limits) reach the global exception
   // filter through the error handler Nest installs on Fastify, so they leave in the same shapes.

@@ -75,13 +75,16 @@ export function isJsonContentType(type: string | undefined): boolean {
  * (415) before the guard runs; read as text instead, it reaches the call, which takes only JSON.
  */
 export function readAnyRouterCallBody(fastify: FastifyInstance, basePath: string): void {
-  fastify.addHook('onRequest', async (request) => {
-    if (request.method !== 'POST' || !isRouterPath(request.url, basePath)) return;
-    const headers = request.raw.headers;
-    if (isJsonContentType(headers['content-type'])) return;
-    const hasBody = headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0';
-    if (headers['content-type'] === undefined && !hasBody) return;
-    headers['content-type'] = 'text/plain; charset=utf-8';
+  // A callback hook, not an async one: it runs on every request (see installHttpHooks).
+  fastify.addHook('onRequest', (request, _reply, done) => {
+    if (request.method === 'POST' && isRouterPath(request.url, basePath)) {
+      const headers = request.raw.headers;
+      const hasBody = headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0';
+      if (!isJsonContentType(headers['content-type']) && (headers['content-type'] !== undefined || hasBody)) {
+        headers['content-type'] = 'text/plain; charset=utf-8';
+      }
+    }
+    done();
   });
 }
 

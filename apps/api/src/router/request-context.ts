@@ -27,11 +27,13 @@ export function rawBody(request: FastifyRequest): Buffer | undefined {
 }
 
 export function installRouterHooks(fastify: FastifyInstance, basePath: string): void {
-  fastify.addHook('onRequest', async (request, reply) => {
+  // Callbacks, not async hooks: they run on every request (see installHttpHooks).
+  fastify.addHook('onRequest', (request, reply, done) => {
     setServiceRequestId(request, reply, basePath);
+    done();
   });
-  fastify.addHook('preParsing', async (request, _reply, payload) => {
-    if (request.method !== 'POST' || !isRouterPath(request.url, basePath)) return payload;
+  fastify.addHook('preParsing', (request, _reply, payload, done) => {
+    if (request.method !== 'POST' || !isRouterPath(request.url, basePath)) return done(null, payload);
     const chunks: Buffer[] = [];
     const tee = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
@@ -47,6 +49,6 @@ export function installRouterHooks(fastify: FastifyInstance, basePath: string): 
     }) as Transform & { receivedEncodedLength: number };
     tee.receivedEncodedLength = 0;
     payload.on('error', (err) => tee.destroy(err));
-    return payload.pipe(tee);
+    done(null, payload.pipe(tee));
   });
 }

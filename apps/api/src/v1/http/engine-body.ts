@@ -50,13 +50,12 @@ export function parseJsonObject(body: unknown): Record<string, unknown> {
  */
 export function acceptAnyJsonBody(fastify: FastifyInstance, basePath: string, paths: string[]): void {
   const routes = new Set(paths.map((p) => `${basePath}${p}`));
-  fastify.addHook('onRequest', async (request) => {
-    if (request.method !== 'POST') return;
-    const path = request.url.split('?')[0]!;
-    if (!routes.has(path)) return;
-    const raw = request.raw.headers;
-    const type = (raw['content-type'] ?? '').toLowerCase();
-    if (type.startsWith('multipart/')) return;
-    raw['content-type'] = 'text/plain; charset=utf-8';
+  // A callback hook, not an async one: it runs on every request (see installHttpHooks).
+  fastify.addHook('onRequest', (request, _reply, done) => {
+    if (request.method === 'POST' && routes.has(request.url.split('?')[0]!)) {
+      const raw = request.raw.headers;
+      if (!(raw['content-type'] ?? '').toLowerCase().startsWith('multipart/')) raw['content-type'] = 'text/plain; charset=utf-8';
+    }
+    done();
   });
 }
