@@ -41,6 +41,14 @@ const NOT_TENANT_SCOPED: Record<string, string> = {
   'HEAD /api/features': 'static server features',
   'GET /api/system_stats': 'static shape, no host facts',
   'HEAD /api/system_stats': 'static shape, no host facts',
+  'GET /api/embeddings': "the engines' embedding names, the same for everyone",
+  'HEAD /api/embeddings': "the engines' embedding names",
+  'GET /api/extensions': 'always empty: the service serves no front end',
+  'HEAD /api/extensions': 'always empty',
+  'GET /api/models': "the engines' model folders, the same for everyone",
+  'HEAD /api/models': "the engines' model folders",
+  'GET /api/models/:p': "the engines' model files, the same for everyone",
+  'HEAD /api/models/:p': "the engines' model files",
   'GET /v1/models/:p/:p': 'the shared model catalog (entitlements, not tenant data)',
   'HEAD /v1/models/:p/:p': 'the shared model catalog',
   'GET /v1/models/:p/:p/openapi.json': 'the shared model catalog',
@@ -413,6 +421,19 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       ],
     },
     {
+      family: "v1 history delete and clear aimed at A's finished job",
+      routes: ['POST /api/history'],
+      probes: () => [
+        {
+          what: "POST /api/history {delete: [A's finished job]}",
+          theirs: async () => fingerprint(await v1(B.key, '/api/history', jsonInit('POST', { delete: [A.done.id] })), []),
+          unknown: async () => fingerprint(await v1(B.key, '/api/history', jsonInit('POST', { delete: [randomUUID()] })), []),
+          status: 200,
+        },
+        same('POST /api/history {clear: true}', (who) => v1(who.key, '/api/history', jsonInit('POST', { clear: true }))),
+      ],
+    },
+    {
       family: 'v1 files by A\'s names: view of A\'s upload and output, mask over A\'s upload, upload of A\'s bytes',
       routes: ['GET /api/view', 'HEAD /api/view', 'POST /api/upload/mask', 'POST /api/upload/image'],
       probes: () => {
@@ -595,6 +616,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     const routerReplay = await router(A.token, '/v1/models/acme/flux-schnell', { method: 'POST', body: JSON.stringify(A.routerBody), headers: { 'idempotency-key': A.routerKey } });
     const deployment = await call(`${deployApi.url}/deployment/${A.deployment}/workflow`, { headers: bearer(A.account.key) });
     const list = (await v2(A.account.key, '/api/v2/jobs?limit=100')).body.data.map((j: { id: string }) => j.id);
+    const history = Object.keys((await v1(A.account.key, '/api/history')).body);
     const output = await download(A.outputAsset);
     const checks = {
       running: await status(A.running),
@@ -607,6 +629,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       routerReplay: `${routerReplay.status} ${routerReplay.headers.get('idempotent-replayed')} ${routerReplay.text === A.routerResult}`,
       deployment: deployment.status,
       jobList: JSON.stringify(list) === JSON.stringify(A.jobIds),
+      v1History: history.includes(A.done.id),
     };
     const expected = {
       running: 'running',
@@ -619,12 +642,13 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       routerReplay: '200 true true',
       deployment: 200,
       jobList: true,
+      v1History: true,
     };
     const differs = Object.keys(expected).filter((k) => JSON.stringify(checks[k as keyof typeof checks]) !== JSON.stringify(expected[k as keyof typeof expected]));
     report.record({
-      tried: "A's data after every probe of B (cancel, interrupt, queue delete/clear, asset delete, key reuse)",
+      tried: "A's data after every probe of B (cancel, interrupt, queue delete/clear, history delete/clear, asset delete, key reuse)",
       count: Object.keys(expected).length,
-      outcome: differs.length === 0 ? 'running job still running, queued still queued, assets and v1 upload download intact, both idempotency keys replay A\'s results, deployment and job list unchanged' : `changed: ${differs.map((k) => `${k}=${JSON.stringify(checks[k as keyof typeof checks])}`).join(', ')}`,
+      outcome: differs.length === 0 ? 'running job still running, queued still queued, assets and v1 upload download intact, both idempotency keys replay A\'s results, deployment, job list and v1 history unchanged' : `changed: ${differs.map((k) => `${k}=${JSON.stringify(checks[k as keyof typeof checks])}`).join(', ')}`,
       held: differs.length === 0,
     });
     expect(checks).toEqual(expected);
