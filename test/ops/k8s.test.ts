@@ -39,7 +39,8 @@ interface Workload extends K8sObject {
 }
 
 function render(dir: string): K8sObject[] {
-  const out = execFileSync('kubectl', ['kustomize', dir], { cwd: ROOT, encoding: 'utf8' });
+  // stderr taken: newer kubectl warns there that commonLabels is deprecated (see kustomization.yaml).
+  const out = execFileSync('kubectl', ['kustomize', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   return parseAllDocuments(out).map((d) => d.toJS() as K8sObject);
 }
 
