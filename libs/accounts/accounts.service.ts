@@ -44,13 +44,12 @@ export class AccountsService {
   }
 
   /** Revokes by key id or by visible prefix; returns how many keys were revoked. */
-  async revokeApiKey(idOrPrefix: string): Promise<number> {
-    const isUuid = /^[0-9a-f-]{36}$/i.test(idOrPrefix);
-    const result = await this.db.apiKey.updateMany({
-      where: { ...(isUuid ? { id: idOrPrefix } : { prefix: idOrPrefix }), revokedAt: null },
-      data: { revokedAt: new Date() },
-    });
-    return result.count;
+  /** Revokes the keys with this id or prefix; `already` counts those revoked before (running it again is safe). */
+  async revokeApiKey(idOrPrefix: string): Promise<{ revoked: number; already: number }> {
+    const key = /^[0-9a-f-]{36}$/i.test(idOrPrefix) ? { id: idOrPrefix } : { prefix: idOrPrefix };
+    const result = await this.db.apiKey.updateMany({ where: { ...key, revokedAt: null }, data: { revokedAt: new Date() } });
+    const already = result.count > 0 ? 0 : await this.db.apiKey.count({ where: key });
+    return { revoked: result.count, already };
   }
 
   async addCredits(accountId: string, amount: bigint, reason = 'grant'): Promise<bigint> {

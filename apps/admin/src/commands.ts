@@ -181,15 +181,12 @@ export const commands: Command[] = [
     summary: '--key KEY_ID_OR_PREFIX',
     options: { key: str },
     changesAuth: true,
-    async run({ values, db, accounts }) {
-      const idOrPrefix = required(values, 'key');
-      const revoked = await accounts.revokeApiKey(idOrPrefix);
+    async run({ values, accounts }) {
+      const { revoked, already } = await accounts.revokeApiKey(required(values, 'key'));
       if (revoked > 0) return { revoked };
       // Running it again is safe: a key revoked before stays revoked, and says so.
-      const isUuid = /^[0-9a-f-]{36}$/i.test(idOrPrefix);
-      const known = await db.apiKey.count({ where: isUuid ? { id: idOrPrefix } : { prefix: idOrPrefix } });
-      if (known === 0) throw new InputError('no key with that id or prefix');
-      return { revoked: 0, already_revoked: known };
+      if (already === 0) throw new InputError('no key with that id or prefix');
+      return { revoked: 0, already_revoked: already };
     },
   },
   {
