@@ -7,7 +7,7 @@ import { mountBrowserPages } from './admin-ui/index.js';
 import { AppModule } from './app.module.js';
 import { Draining } from './core/draining.js';
 import { fastifyOptions, installHttpHooks } from './http/fastify-setup.js';
-import { installJsonDepthLimit, readAnyRouterCallBody } from './http/json-body.js';
+import { installJsonDepthLimit } from './http/json-body.js';
 
 /** Builds the API application (not yet listening). */
 export async function createApi(config: Config): Promise<NestFastifyApplication> {
@@ -19,7 +19,6 @@ export async function createApi(config: Config): Promise<NestFastifyApplication>
   const fastify = app.getHttpAdapter().getInstance();
   installHttpHooks(fastify, app.get(Draining));
   installJsonDepthLimit(app, config.maxJsonBodyBytes, config.api.basePath);
-  readAnyRouterCallBody(fastify, config.api.basePath);
   await app.register(multipart, {
     // Text fields are held in memory: 100 of at most 64 KiB each bound what one upload can make us keep.
     limits: { fileSize: config.maxUploadBytes, files: 2, fields: 100, parts: 110, fieldSize: 64 * 1024, headerPairs: 100 },

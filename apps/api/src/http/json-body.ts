@@ -1,5 +1,5 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyInstance, FastifyRequest, RawServerDefault } from 'fastify';
+import type { FastifyRequest, RawServerDefault } from 'fastify';
 import { ApiError } from '#libs/contracts';
 import { isRouterPath } from './error-body.js';
 
@@ -67,25 +67,6 @@ export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: nu
 /** `application/json` or a `+json` type, parameters allowed. */
 export function isJsonContentType(type: string | undefined): boolean {
   return /^application\/([\w.+-]+\+)?json\b/i.test(type ?? '');
-}
-
-/**
- * Router calls answer a body of a type no parser takes (XML, a form, a body with no type) after
- * authentication, like any other bad input, so that the call is recorded. Fastify would refuse it
- * (415) before the guard runs; read as text instead, it reaches the call, which takes only JSON.
- */
-export function readAnyRouterCallBody(fastify: FastifyInstance, basePath: string): void {
-  // A callback hook, not an async one: it runs on every request (see installHttpHooks).
-  fastify.addHook('onRequest', (request, _reply, done) => {
-    if (request.method === 'POST' && isRouterPath(request.url, basePath)) {
-      const headers = request.raw.headers;
-      const hasBody = headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0';
-      if (!isJsonContentType(headers['content-type']) && (headers['content-type'] !== undefined || hasBody)) {
-        headers['content-type'] = 'text/plain; charset=utf-8';
-      }
-    }
-    done();
-  });
 }
 
 /** v2 JSON routes: the body must be declared as JSON and be an object. */

@@ -2,10 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isRouterPath } from '../http/error-body.js';
+import { isJsonContentType } from '../http/json-body.js';
 
 // Per-request facts the router needs before Nest sees the request: its own server-generated id
 // (set as a header at once, so even errors raised by Fastify carry it) and the body's exact bytes
-// (the partner receives the caller's JSON unchanged, not a re-serialization of it).
+// (the partner receives the caller's JSON unchanged, not a re-serialization of it). A call's body of
+// a type no parser takes (XML, a form, a body with no type) is read as text: Fastify would refuse
+// it (415) before the guard runs, and it must be refused after authentication, as a recorded call.
 
 const SERVICE_ID = Symbol('serviceRequestId');
 const RAW_BODY = Symbol('routerRawBody');
@@ -26,10 +29,20 @@ export function rawBody(request: FastifyRequest): Buffer | undefined {
   return (request as RouterRequest)[RAW_BODY];
 }
 
+/** The call then reaches the route, which takes only JSON and says so as `invalid_input`. */
+function readAsTextUnlessJson(request: FastifyRequest): void {
+  const headers = request.raw.headers;
+  const hasBody = headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0';
+  if (!isJsonContentType(headers['content-type']) && (headers['content-type'] !== undefined || hasBody)) {
+    headers['content-type'] = 'text/plain; charset=utf-8';
+  }
+}
+
 export function installRouterHooks(fastify: FastifyInstance, basePath: string): void {
   // Callbacks, not async hooks: they run on every request (see installHttpHooks).
   fastify.addHook('onRequest', (request, reply, done) => {
     setServiceRequestId(request, reply, basePath);
+    if (request.method === 'POST' && isRouterPath(request.url, basePath)) readAsTextUnlessJson(request);
     done();
   });
   fastify.addHook('preParsing', (request, _reply, payload, done) => {
