@@ -267,15 +267,14 @@ export class JobRunner {
     const deadline = setTimeout(() => this.cancel(job.id, 'expired'), Math.max(0, deadlineMs));
     let handBackReason: string | null = null;
     let shutdownTimer: NodeJS.Timeout | undefined;
+    const watch = new PromptWatch(engine, socket, ctx, (reason) => {
+      handBackReason = reason;
+      ctx.end({ kind: 'interrupted' });
+    });
     const stopPrompt = () =>
       void interrupt().then(async () => {
-        // A prompt still waiting in the engine's queue produces no message when deleted.
-        const q = await engine.queue().catch(() => null);
-        const inQueue = q ? [...q.queue_running, ...q.queue_pending].some((item) => item[1] === promptId) : true;
-        if (!inQueue && !ctx.done) {
-          const h = await engine.history(promptId).catch(() => undefined);
-          if (!h) ctx.end({ kind: 'interrupted' });
-        }
+        // A prompt deleted while it waited in the engine's queue (or never sent) produces no message.
+        if ((await watch.locate()) === 'nowhere' && !ctx.done) ctx.end({ kind: 'interrupted' });
       });
     this.current = {
       jobId: job.id,
@@ -297,11 +296,6 @@ export class JobRunner {
         }, config.worker.shutdownGraceMs);
       },
     };
-    const watch = new PromptWatch(engine, socket, ctx, (reason) => {
-      handBackReason = reason;
-      ctx.end({ kind: 'interrupted' });
-    });
-
     let result: EngineOutcome;
     try {
       const extra = await extraData;

@@ -77,20 +77,32 @@ export class PromptWatch {
     if (this.gap) await this.lookUp();
   }
 
+  /**
+   * Where the engine has the prompt: still in its queue (waiting or running), ended (its history
+   * entry), or nowhere (never sent, deleted while waiting, or lost in a restart); null when the
+   * engine did not answer.
+   */
+  async locate(): Promise<'queued' | 'nowhere' | HistoryEntry | null> {
+    const queue = await this.engine.queue().catch(() => null);
+    if (!queue) return null;
+    if ([...queue.queue_running, ...queue.queue_pending].some((item) => item[1] === this.ctx.promptId)) return 'queued';
+    // Asked after the queue: a prompt that left the queue is in the history by then.
+    const history = await this.engine.history(this.ctx.promptId).catch(() => null);
+    if (history === null) return null;
+    return history ?? 'nowhere';
+  }
+
   private async lookUp(): Promise<void> {
     // Only a socket open before the look-up is sure to carry every message after it.
     const openBefore = this.socket.isOpen;
-    const queue = await this.engine.queue().catch(() => null);
-    if (!queue || this.ctx.done) return;
-    const waiting = [...queue.queue_running, ...queue.queue_pending].some((item) => item[1] === this.ctx.promptId);
-    if (waiting) {
+    const where = await this.locate();
+    if (where === null || this.ctx.done) return;
+    if (where === 'queued') {
       if (openBefore) this.gap = false;
-      return;
+    } else if (where === 'nowhere') {
+      this.lost('The engine restarted and lost the prompt.');
+    } else {
+      this.ctx.settleFromHistory(where);
     }
-    // Asked after the queue: a prompt that left the queue is in the history by then.
-    const history = await this.engine.history(this.ctx.promptId).catch(() => null);
-    if (history === null || this.ctx.done) return;
-    if (history) this.ctx.settleFromHistory(history);
-    else this.lost('The engine restarted and lost the prompt.');
   }
 }
