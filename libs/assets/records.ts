@@ -4,6 +4,11 @@ import { Prisma, type Asset, type Db } from '#libs/db';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { isStorableText } from '#libs/contracts';
 
+/** The filter of an asset record still alive: past its `expires_at` it answers 404 until retention deletes it. */
+export function notExpired() {
+  return { OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] };
+}
+
 export interface NewAsset {
   accountId: string;
   blobHash: string;

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
+import { notExpired } from '#libs/assets';
 import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
 import type { Account, Db, Deployment, Job } from '#libs/db';
@@ -181,7 +182,7 @@ export class SubmissionService {
     const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
     const valid = ids.filter((id) => uuid.test(id));
     const found = await this.db.asset.findMany({
-      where: { id: { in: valid }, accountId: account.id, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] },
+      where: { id: { in: valid }, accountId: account.id, ...notExpired() },
       select: { id: true },
     });
     const have = new Set(found.map((a) => a.id));

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { recordUploadedAsset } from '#libs/assets';
+import { notExpired, recordUploadedAsset } from '#libs/assets';
 import type { Asset, Blob, Db, JobOutput } from '#libs/db';
 import type { StoredBlob } from '#libs/storage';
 import type { ApiWorkflow, NodeDefinition, NodeDefinitions } from '#libs/workflow';
@@ -13,10 +13,6 @@ const UPLOAD_FLAGS = ['image_upload', 'audio_upload', 'video_upload', 'upload', 
 
 type LiveAsset = Asset & { blob: Blob };
 type OutputRow = JobOutput & { asset: LiveAsset };
-
-function live() {
-  return { OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] };
-}
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -48,7 +44,7 @@ export class V1Files {
   async recordUpload(accountId: string, stored: StoredBlob, extension: string, contentType: string): Promise<{ asset: Asset; name: string; created: boolean }> {
     const name = uploadName(stored.hash, extension);
     const existing = await this.db.asset.findFirst({
-      where: { accountId, blobHash: stored.hash, filePath: name, tags: { has: V1_UPLOAD_TAG }, ...live() },
+      where: { accountId, blobHash: stored.hash, filePath: name, tags: { has: V1_UPLOAD_TAG }, ...notExpired() },
     });
     if (existing) return { asset: existing, name, created: false };
     const asset = await recordUploadedAsset(this.db, stored, { accountId, filePath: name, contentType, tags: [V1_UPLOAD_TAG] });
@@ -57,12 +53,12 @@ export class V1Files {
 
   /** Any live asset of the account over these bytes (uploads, masks, outputs alike). */
   async findByHash(accountId: string, hash: string): Promise<LiveAsset | null> {
-    return this.db.asset.findFirst({ where: { accountId, blobHash: hash, ...live() }, include: { blob: true }, orderBy: { createdAt: 'asc' } });
+    return this.db.asset.findFirst({ where: { accountId, blobHash: hash, ...notExpired() }, include: { blob: true }, orderBy: { createdAt: 'asc' } });
   }
 
   async findOutput(accountId: string, jobId: string, name: string, type?: string): Promise<OutputRow | null> {
     return this.db.jobOutput.findFirst({
-      where: { jobId, name, ...(type ? { engineType: type } : {}), job: { accountId }, asset: live() },
+      where: { jobId, name, ...(type ? { engineType: type } : {}), job: { accountId }, asset: notExpired() },
       include: { asset: { include: { blob: true } } },
       orderBy: { id: 'asc' },
     });
@@ -84,7 +80,7 @@ export class V1Files {
   /** The names of the account's v1 uploads, newest first: its "input folder". */
   async uploadedNames(accountId: string): Promise<string[]> {
     const rows = await this.db.asset.findMany({
-      where: { accountId, tags: { has: V1_UPLOAD_TAG }, ...live() },
+      where: { accountId, tags: { has: V1_UPLOAD_TAG }, ...notExpired() },
       select: { filePath: true },
       orderBy: { createdAt: 'desc' },
       take: MAX_LISTED,
@@ -137,7 +133,7 @@ export class V1Files {
     const hashes = [...new Set(wanted.flatMap((w) => (w.ref.kind === 'upload' ? [w.ref.hash] : [])))];
     const byHash = new Map<string, string>();
     if (hashes.length > 0) {
-      const assets = await this.db.asset.findMany({ where: { accountId, blobHash: { in: hashes }, ...live() }, select: { id: true, blobHash: true }, orderBy: { createdAt: 'asc' } });
+      const assets = await this.db.asset.findMany({ where: { accountId, blobHash: { in: hashes }, ...notExpired() }, select: { id: true, blobHash: true }, orderBy: { createdAt: 'asc' } });
       for (const a of assets) if (!byHash.has(a.blobHash)) byHash.set(a.blobHash, a.id);
     }
     const resolved = structuredClone(workflow) as ApiWorkflow;

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
-import { blobSurvived, createAssetRecord, deleteAssetsAndOrphanBlobs, discardUnrecordedBytes, guessContentType, recordUploadedAsset, validateFilePath } from '#libs/assets';
+import { blobSurvived, notExpired, createAssetRecord, deleteAssetsAndOrphanBlobs, discardUnrecordedBytes, guessContentType, recordUploadedAsset, validateFilePath } from '#libs/assets';
 import type { Config } from '#libs/config';
 import { ApiError, isStorableText, type AssetView } from '#libs/contracts';
 import type { Asset, Db } from '#libs/db';
@@ -11,11 +11,6 @@ import { requestOrigin } from '../../http/request-origin.js';
 import { isMediaType } from '../../http/send-blob.js';
 
 const MAX_TAGS = 32;
-
-/** Records past their `expires_at` answer 404 until retention deletes them. */
-function notExpired() {
-  return { OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] };
-}
 
 export interface AssetOptions {
   contentType?: string;
