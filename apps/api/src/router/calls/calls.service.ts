@@ -272,7 +272,8 @@ export class CallsService {
       })
       .finally(() => {
         bound.release();
-        this.limits.release(slot);
+        // After the answer has left: the caller waits for it, not for the release command.
+        setImmediate(() => this.limits.release(slot));
       });
     if (keyed) {
       this.generations.set(input.callId, generation);
