@@ -44,6 +44,16 @@ export class UnparsableBody {
   constructor(readonly error: Error) {}
 }
 
+const RAW_JSON = Symbol('rawJsonBody');
+
+/**
+ * The exact bytes of a router call's JSON body, kept by the parser: the partner receives the
+ * caller's JSON unchanged, not a re-serialization of it. Other routes keep only the parsed value.
+ */
+export function rawJsonBody(request: FastifyRequest): Buffer | undefined {
+  return (request as FastifyRequest & { [RAW_JSON]?: Buffer })[RAW_JSON];
+}
+
 /**
  * The JSON body parser of every route: Fastify's own (prototype-poisoning checks, body limit)
  * behind a depth check, so an absurdly nested body is a 400 in the contract's shape instead of a
@@ -58,6 +68,7 @@ export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: nu
     // refuses it in its own words.
     if (text.length === 0) return done(null, undefined);
     const routerCall = request.method === 'POST' && isRouterPath(request.url, basePath);
+    if (routerCall) (request as FastifyRequest & { [RAW_JSON]?: Buffer })[RAW_JSON] = body;
     const fail = (err: Error) => (routerCall ? done(null, new UnparsableBody(err)) : done(err, undefined));
     if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) return fail(tooDeepError());
     return parse(request, text, (err, value) => (err ? fail(err) : done(null, value)));

@@ -4,14 +4,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { CONFIG } from '../core/tokens.js';
 import { toErrorShape } from '../http/error-body.js';
-import { isJsonContentType, UnparsableBody } from '../http/json-body.js';
+import { isJsonContentType, rawJsonBody, UnparsableBody } from '../http/json-body.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { CallsService, type CallerFate } from './calls/calls.service.js';
 import { CatalogService, type ModelListEntry } from './catalog/catalog.service.js';
 import { CursorCodec, CursorError } from './catalog/cursor.js';
 import { RouterError } from './errors.js';
 import { ifNoneMatchHits } from './etag.js';
-import { rawBody, serviceRequestId } from './request-context.js';
+import { serviceRequestId } from './request-context.js';
 import { RouterAuthGuard, workspaceOf } from './router-auth.js';
 import { RouterExceptionFilter } from './router-exception.filter.js';
 
@@ -141,7 +141,7 @@ export class RouterController {
       account: workspaceOf(request),
       provider,
       model,
-      rawBody: isJson ? rawBody(request) : undefined,
+      rawBody: isJson ? rawJsonBody(request) : undefined,
       body: unparsable ? undefined : (parsed ?? undefined),
       bodyError: unparsable ? toErrorShape(parsed.error).message : undefined,
       idempotencyKey: Array.isArray(key) ? key.join(',') : key,
