@@ -51,6 +51,17 @@ describe('router calls', () => {
       expect(before - after).toBe(3n);
     });
 
+    it('takes a +json media type as JSON, after authentication like any call', async () => {
+      const text = '{"prompt":"a lighthouse",  "seed": 3}';
+      const send = (headers: Record<string, string>) =>
+        call(`${world.api.url}/v1/models/acme/flux-schnell`, { method: 'POST', headers: { 'content-type': 'application/vnd.api+json; charset=utf-8', ...headers }, body: text });
+      expectRouterError(await send({}), 401, 'unauthorized');
+      const reply = await send({ authorization: `Bearer ${ws.token}` });
+      expect(reply.status).toBe(200);
+      expect(world.partners.acme.posts('/v1/run/flux-schnell').at(-1)!.body).toBe(text);
+      expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'success', charged: true });
+    });
+
     it("returns a partner's binary answer with its own media type", async () => {
       const res = await fetch(`${world.api.url}/v1/models/acme/tts-mini`, {
         method: 'POST',
