@@ -266,32 +266,39 @@ describe('router calls', () => {
     });
 
     it('Redis, which holds the limits, goes away', async () => {
-      // The API reaches Redis through a proxy the test can cut.
-      const sockets = new Set<net.Socket>();
-      const proxy = net.createServer((client) => {
-        const upstream = net.connect(6379, '127.0.0.1');
-        sockets.add(client).add(upstream);
-        client.pipe(upstream).pipe(client);
-        const drop = () => {
-          client.destroy();
-          upstream.destroy();
-        };
-        client.on('error', drop).on('close', drop);
-        upstream.on('error', drop).on('close', drop);
-      });
-      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-      const api = await world.startApi({ REDIS_URL: `redis://127.0.0.1:${(proxy.address() as net.AddressInfo).port}` });
+      const redis = await redisProxy();
+      const api = await world.startApi({ REDIS_URL: redis.url });
       // Its own workspace: a slot of a replica cut from Redis only ends with its lease.
       const cut = await world.workspace();
       expect((await world.post(cut.token, 'acme/flux-schnell', { prompt: 'x' }, {}, api)).status).toBe(200);
-      await new Promise<void>((resolve) => {
-        proxy.close(() => resolve());
-        for (const s of sockets) s.destroy();
-      });
+      await redis.cut();
       const reply = await world.post(cut.token, 'acme/flux-schnell', { prompt: 'x' }, {}, api);
       expectRouterError(reply, 503, 'service_unavailable');
       expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'service_unavailable' });
       await api.stop();
+    });
+
+    it('a slot whose release Redis missed is released once Redis is back, and counted out once', async () => {
+      const redis = await redisProxy();
+      const api = await world.startApi({ REDIS_URL: redis.url });
+      const held = await world.workspace();
+      const inflight = `${world.stack.redisPrefix}:router:{${held.id}}:inflight`;
+      const direct = new Redis(TEST_REDIS_URL);
+      try {
+        const pending = world.post(held.token, 'acme/flux-schnell', { prompt: 'x [[slow:600]]' }, {}, api);
+        await eventually(async () => ((await direct.zcard(inflight)) === 1 ? true : null));
+        await redis.cut();
+        expect((await pending).status).toBe(200); // the release fails: Redis is away
+        expect(await direct.zcard(inflight)).toBe(1);
+        await redis.restore();
+        await eventually(async () => ((await direct.zcard(inflight)) === 0 ? true : null));
+        const metrics = (await call(`${api.url}/metrics`)).text;
+        expect(metrics).toMatch(/^router_inflight_spend_cents 0$/m);
+      } finally {
+        direct.disconnect();
+        await redis.cut();
+        await api.stop();
+      }
     });
   });
 
@@ -489,3 +496,34 @@ describe('router calls', () => {
     }
   });
 });
+
+/** A TCP proxy in front of Redis that a test can cut (every connection closed, none accepted) and restore on the same port. */
+async function redisProxy(): Promise<{ url: string; cut(): Promise<void>; restore(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const target = new URL(TEST_REDIS_URL);
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 6379), target.hostname);
+    sockets.add(client).add(upstream);
+    client.pipe(upstream).pipe(client);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+  });
+  const listen = (port: number) => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  await listen(0);
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    cut: () =>
+      new Promise<void>((resolve) => {
+        if (!server.listening) return resolve();
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+        sockets.clear();
+      }),
+    restore: () => listen(port),
+  };
+}

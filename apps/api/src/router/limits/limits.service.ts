@@ -43,7 +43,7 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
     const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
     redis.on('error', () => undefined);
     redis.on('ready', () => {
-      for (const slot of this.unreleased.splice(0, this.unreleased.length)) this.release(slot);
+      for (const slot of this.unreleased.splice(0, this.unreleased.length)) this.sendRelease(slot);
     });
     redis.defineCommand('routerAcquire', { numberOfKeys: 3, lua: ACQUIRE });
     redis.defineCommand('routerRelease', { numberOfKeys: 2, lua: RELEASE });
@@ -145,6 +145,11 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
     const mine = this.held.get(slot.accountId);
     mine?.delete(slot.id);
     if (mine?.size === 0) this.held.delete(slot.accountId);
+    this.sendRelease(slot);
+  }
+
+  /** The Redis half of a release; sent again once Redis is back if it fails. */
+  private sendRelease(slot: Slot): void {
     const [inflight, spend] = this.keys(slot.accountId);
     this.redis.routerRelease(inflight, spend, slot.id).catch((err: Error) => {
       this.logger.warn(`slot ${slot.id} not released yet: ${err.message}`);
