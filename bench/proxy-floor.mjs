@@ -56,12 +56,15 @@ if (process.argv[2] === 'proxy') {
   // As in bench/router.mjs: ten calls per caller of warm-up in the same stream, then measured.
   const run = (port, concurrency, total) => measureCalls(() => once(port), concurrency, total, concurrency * 10);
   const pct = (sorted, p) => percentile(sorted, p / 100);
+  const WARMUP_CALLS = Number(process.env.BENCH_WARMUP_CALLS ?? 5000);
 
   console.log(`\nBare proxy added latency (partner answers after ${DELAY_MS} ms; times in ms)\n`);
   console.log('proxy                      callers  added p50  added p99  proxy CPU/call');
   for (const variant of ['bare', 'redis']) {
     const child = fork(fileURLToPath(import.meta.url), ['proxy', String(partnerPort), variant]);
     const port = await new Promise((resolve) => child.once('message', resolve));
+    // As in bench/router.mjs: the proxy's code path is run hot before anything is measured.
+    await measureCalls(() => once(port), 64, WARMUP_CALLS, 0);
     for (const [concurrency, total] of [
       [1, 300],
       [64, 6400],

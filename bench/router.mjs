@@ -7,7 +7,8 @@
 // partner. Then, at 1 and at 64 concurrent callers, sends the same call to the partner directly
 // and through the router (POST /v1/models/acme/flux-schnell), in BENCH_ROUNDS alternating rounds
 // (default 3), and prints p50/p99 of both and the difference: each round's, and the median over
-// the rounds. Needs PostgreSQL and Redis (DATABASE_ADMIN_URL, REDIS_URL; local defaults).
+// the rounds. Before the rounds, BENCH_WARMUP_CALLS calls (default 5,000, at 64 callers) run the
+// router's call path hot, as it is in a replica that has been serving. Needs PostgreSQL and Redis (DATABASE_ADMIN_URL, REDIS_URL; local defaults).
 //
 // It also prints the API's CPU time per routed call (user + system, from /proc). On a shared VM the
 // latency of a round swings with the neighbours; this figure moves much less, so it is the one to
@@ -105,6 +106,13 @@ const ms = (v) => v.toFixed(2).padStart(8);
 
 console.log(`\nRouter added latency (partner answers after ${DELAY_MS} ms; times in ms)\n`);
 console.log('callers  round  requests  direct p50  direct p99  router p50  router p99  added p50  added p99  API CPU/call');
+// A router in service has run its call path hot for a long time; a fresh process has not. Without
+// this, the 1-caller rounds measure V8 compiling the call path (hundreds of optimizing compiles
+// still run during the first thousand calls), not the router.
+const WARMUP_CALLS = Number(process.env.BENCH_WARMUP_CALLS ?? 5000);
+await measureCalls(routed, 64, WARMUP_CALLS, 0);
+await measureCalls(direct, 64, WARMUP_CALLS, 0);
+
 const summary = [];
 for (const [concurrency, total] of [
   [1, REQUESTS_SERIAL],
