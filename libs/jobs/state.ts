@@ -107,6 +107,18 @@ export async function finishJob(
 }
 
 /**
+ * Moves a running job's run deadline to at least `seconds` from now. For a job whose engine has
+ * finished within its deadline: storing what it made is all that is left, and the sweeper, which
+ * expires a running job soon after its run deadline (its backstop for workers that vanished), must
+ * not take that for a run that went on too long.
+ */
+export async function extendRunDeadline(db: Db, jobId: string, seconds: number): Promise<void> {
+  await db.$executeRaw`
+    UPDATE jobs SET run_deadline_at = now() + make_interval(secs => ${seconds})
+    WHERE id = ${jobId}::uuid AND status = 'running' AND run_deadline_at < now() + make_interval(secs => ${seconds})`;
+}
+
+/**
  * A worker takes a queued job: running, on this worker, with its engine prompt id, one more
  * attempt, and (first time only) its start, queue wait and run deadline. One statement; null when
  * the job is no longer queued (canceled or expired while it waited), or has waited past its queue

@@ -4,6 +4,7 @@ import type { Config } from '#libs/config';
 import type { Db, Job } from '#libs/db';
 import { EngineValidationError, type EngineClient, type EngineMessage, type EngineSocket } from '#libs/engine-protocol';
 import {
+  extendRunDeadline,
   finishJob,
   publishAccountMessage,
   claimJob,
@@ -38,6 +39,11 @@ export interface RunnerDeps {
   workerId: string;
   log: Log;
 }
+
+// Once the engine has finished a job, the time its outputs may still take to store past the run
+// deadline. A store that stalls fails long before (ENGINE_STALL_TIMEOUT_MS); this bounds one that
+// moves, slowly, a large video for instance.
+const STORING_ALLOWANCE_SECONDS = 15 * 60;
 
 // A handed-back job runs again elsewhere; once its attempts are used up it fails with `code`.
 type Ending = { outcome: Outcome } | { handBack: string; code?: string };
@@ -338,6 +344,11 @@ export class JobRunner {
       socket.off('binary', onBinary);
     }
     this.stage = 'storing outputs';
+    // The engine finished within the deadline (the worker's own timer stops it otherwise): the
+    // outputs still on their way must not make the job late.
+    if (!canceled && !handBackReason && job.runDeadlineAt && job.runDeadlineAt.getTime() - Date.now() < STORING_ALLOWANCE_SECONDS * 1000) {
+      await extendRunDeadline(db, job.id, STORING_ALLOWANCE_SECONDS).catch((err: Error) => jobLog('warn', 'run deadline not extended for storing outputs', { err: err.message }));
+    }
     await chain;
     const log = ctx.log.result();
     if (handBackReason) return { handBack: handBackReason };
