@@ -76,6 +76,15 @@ describe('errors and request ids', () => {
     }
   });
 
+  it('reads a +json media type as JSON, and only JSON types', async () => {
+    const body = `{"hash": "blake3:${'0'.repeat(64)}"}`;
+    const suffixed = await fromHash({ headers: bearer(key, { 'content-type': 'application/vnd.api+json; charset=utf-8' }), body });
+    expect(envelopeCode(suffixed)).toBe('blob_not_found');
+    const lookalike = await fromHash({ headers: bearer(key, { 'content-type': 'application/json-seq' }), body });
+    expect(lookalike.status).toBe(415);
+    expect(envelopeCode(lookalike)).toBe('unsupported_media_type');
+  });
+
   it('answers JSON that is not an object with 400', async () => {
     for (const body of ['[]', '"text"', '42', 'null']) {
       const res = await fromHash({ headers: bearer(key, { 'content-type': 'application/json' }), body });

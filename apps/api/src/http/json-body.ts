@@ -1,5 +1,5 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyRequest, RawServerDefault } from 'fastify';
+import type { FastifyBodyParser, FastifyRequest, RawServerDefault } from 'fastify';
 import { ApiError } from '#libs/contracts';
 import { isRouterPath } from './error-body.js';
 
@@ -61,7 +61,7 @@ export function rawJsonBody(request: FastifyRequest): Buffer | undefined {
  */
 export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: number, basePath: string): void {
   const parse = app.getHttpAdapter().getInstance().getDefaultJsonParser('error', 'error');
-  app.useBodyParser<RawServerDefault>('application/json', { bodyLimit }, (request, body, done) => {
+  const parser: FastifyBodyParser<Buffer, RawServerDefault> = (request, body, done) => {
     const text = body.toString('utf8');
     // No body at all, though declared JSON (many clients send their JSON headers on every POST):
     // as if none was declared. A bodyless operation (cancel) then works; one that needs a body
@@ -72,18 +72,23 @@ export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: nu
     const fail = (err: Error) => (routerCall ? done(null, new UnparsableBody(err)) : done(err, undefined));
     if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) return fail(tooDeepError());
     return parse(request, text, (err, value) => (err ? fail(err) : done(null, value)));
-  });
+  };
+  // Every JSON media type (`application/json`, `application/vnd.api+json`, ...) goes to this parser.
+  app.useBodyParser<RawServerDefault>('application/json', { bodyLimit }, parser);
+  app.useBodyParser<RawServerDefault>(SUFFIXED_JSON, { bodyLimit }, parser);
 }
+
+const SUFFIXED_JSON = /^application\/[\w.+-]+\+json\s*(;|$)/i;
+const JSON_TYPE = /^application\/([\w.+-]+\+)?json\s*(;|$)/i;
 
 /** `application/json` or a `+json` type, parameters allowed. */
 export function isJsonContentType(type: string | undefined): boolean {
-  return /^application\/([\w.+-]+\+)?json\b/i.test(type ?? '');
+  return JSON_TYPE.test((type ?? '').trim());
 }
 
 /** v2 JSON routes: the body must be declared as JSON and be an object. */
 export function requireJsonObject(request: FastifyRequest, body: unknown): Record<string, unknown> {
-  const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type !== 'application/json' && !type.endsWith('+json')) {
+  if (!isJsonContentType(request.headers['content-type'])) {
     throw new ApiError('unsupported_media_type', 'Send the body as application/json.');
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw ApiError.invalid('The body must be a JSON object.');

@@ -22,19 +22,13 @@ export function setServiceRequestId(request: FastifyRequest, reply: FastifyReply
   if (isRouterPath(request.url, basePath)) reply.header('x-service-request-id', serviceRequestId(request));
 }
 
-/**
- * The call then reaches the route, which takes only JSON and says so as `invalid_input`. A `+json`
- * type is JSON too: it goes to the JSON parser, which is registered for `application/json` only.
- */
+/** The call then reaches the route, which takes only JSON and says so as `invalid_input`. */
 function readAsTextUnlessJson(request: FastifyRequest): void {
   const headers = request.raw.headers;
-  const type = headers['content-type'];
-  if (isJsonContentType(type)) {
-    if (!/^application\/json\b/i.test(type!)) headers['content-type'] = 'application/json';
-    return;
-  }
   const hasBody = headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0';
-  if (type !== undefined || hasBody) headers['content-type'] = 'text/plain; charset=utf-8';
+  if (!isJsonContentType(headers['content-type']) && (headers['content-type'] !== undefined || hasBody)) {
+    headers['content-type'] = 'text/plain; charset=utf-8';
+  }
 }
 
 export function installRouterHooks(fastify: FastifyInstance, basePath: string): void {

@@ -1,6 +1,7 @@
 import type { ValidationEntry } from '../errors.js';
 import { errorResult, policyRefusal, successResult, type GenerationResult } from './adapter.js';
-import { isJsonType, parseJson, UpstreamBroken, UpstreamTimeout, UpstreamUnreachable, type UpstreamResponse } from './upstream-http.js';
+import { parseJson, UpstreamBroken, UpstreamTimeout, UpstreamUnreachable, type UpstreamResponse } from './upstream-http.js';
+import { isJsonContentType } from '../../http/json-body.js';
 
 // Reading partner answers: what every partner style shares.
 
@@ -28,7 +29,7 @@ function errorCode(parsed: unknown): unknown {
 /** A 2xx body: JSON must parse, other media types (audio, images) pass as they are. */
 export function successOrGarbage(res: UpstreamResponse): GenerationResult {
   if (res.body.length === 0) return errorResult('provider_error', 'The provider answered with an empty result.');
-  if (isJsonType(res.contentType) || res.contentType === '') {
+  if (isJsonContentType(res.contentType) || res.contentType === '') {
     if (parseJson(res.body) === undefined) return errorResult('provider_error', 'The provider answered with a result the router cannot interpret.');
     return successResult(res.contentType || 'application/json', res.body);
   }
@@ -37,7 +38,7 @@ export function successOrGarbage(res: UpstreamResponse): GenerationResult {
 
 /** The statuses every partner uses the same way; refusals on policy grounds by error code. */
 export function failureResult(res: UpstreamResponse): GenerationResult {
-  const parsed = isJsonType(res.contentType) ? parseJson(res.body) : undefined;
+  const parsed = isJsonContentType(res.contentType) ? parseJson(res.body) : undefined;
   const message = providerMessage(parsed);
   const code = errorCode(parsed);
   if ((res.status === 400 || res.status === 403 || res.status === 422 || res.status === 451) && isPolicyCode(code)) {

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorResult, policyRefusal, successResult, type DispatchContext, type GenerationResult, type ProviderAdapter, type UpstreamModel } from './adapter.js';
 import { failureResult, isPolicyCode, transportResult } from './responses.js';
-import { isJsonType, parseJson, UpstreamTimeout, upstreamRequest, type UpstreamResponse } from './upstream-http.js';
+import { parseJson, UpstreamTimeout, upstreamRequest, type UpstreamResponse } from './upstream-http.js';
+import { isJsonContentType } from '../../http/json-body.js';
 
 // Partners that accept a generation (`POST {upstream}` → `{id, status}`) and are then asked about
 // it (`GET {upstream}/{id}` → `{id, status, output?, error?}`) until it ends. The router holds the
@@ -28,7 +29,7 @@ export class SubmitPollAdapter implements ProviderAdapter {
       return transportResult(err);
     }
     if (res.status < 200 || res.status >= 300) return failureResult(res);
-    const doc = isJsonType(res.contentType) ? (parseJson(res.body) as GenerationDoc | undefined) : undefined;
+    const doc = isJsonContentType(res.contentType) ? (parseJson(res.body) as GenerationDoc | undefined) : undefined;
     if (!doc || typeof doc.id !== 'string' || doc.id === '' || doc.id.length > 512) {
       return errorResult('provider_error', 'The provider accepted the call but returned no generation id the router can follow.');
     }
@@ -54,7 +55,7 @@ export class SubmitPollAdapter implements ProviderAdapter {
       }
       if (TRANSIENT_POLL_STATUS.has(res.status)) continue;
       if (res.status < 200 || res.status >= 300) return errorResult('provider_error', `The provider lost track of the generation (HTTP ${res.status}).`);
-      const doc = isJsonType(res.contentType) ? (parseJson(res.body) as GenerationDoc | undefined) : undefined;
+      const doc = isJsonContentType(res.contentType) ? (parseJson(res.body) as GenerationDoc | undefined) : undefined;
       if (!doc || typeof doc !== 'object') return errorResult('provider_error', 'The provider answered a status poll with something the router cannot interpret.');
       const settled = this.interpret(doc, res);
       if (settled) return settled;

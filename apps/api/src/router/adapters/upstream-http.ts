@@ -101,10 +101,6 @@ function attempt(url: string, options: { method: 'GET' | 'POST'; body?: Buffer; 
   });
 }
 
-export function isJsonType(contentType: string): boolean {
-  return /^application\/([\w.+-]+\+)?json\b/i.test(contentType.trim());
-}
-
 /** Parsed JSON or undefined; partners that send garbage get a provider_error, never a crash. */
 export function parseJson(body: Buffer): unknown {
   if (body.length === 0) return undefined;

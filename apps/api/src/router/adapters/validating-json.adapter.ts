@@ -1,7 +1,8 @@
-import { isJsonType, parseJson, upstreamRequest } from './upstream-http.js';
+import { parseJson, upstreamRequest } from './upstream-http.js';
 import type { DispatchContext, GenerationResult, ProviderAdapter, UpstreamModel } from './adapter.js';
 import { errorResult } from './adapter.js';
 import { failureResult, isPolicyCode, successOrGarbage, transportResult, validationEntries } from './responses.js';
+import { isJsonContentType } from '../../http/json-body.js';
 
 /**
  * Synchronous partners that check the input themselves and answer 422 in the validation shape
@@ -16,7 +17,7 @@ export class ValidatingJsonAdapter implements ProviderAdapter {
       const res = await upstreamRequest(model.upstreamUrl, { method: 'POST', body, signal: context.signal });
       if (res.status >= 200 && res.status < 300) return successOrGarbage(res);
       if (res.status !== 422) return failureResult(res);
-      const entries = isJsonType(res.contentType) ? validationEntries(parseJson(res.body)) : null;
+      const entries = isJsonContentType(res.contentType) ? validationEntries(parseJson(res.body)) : null;
       if (!entries) return errorResult('provider_error', 'The provider rejected the input with an answer the router cannot interpret.');
       const bucket = entries.some((e) => isPolicyCode(e.type)) ? 'content_policy_violation' : 'invalid_input';
       return { bucket, status: 422, contentType: res.contentType, body: res.body };
