@@ -1,6 +1,8 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import { EngineClient } from '#libs/engine-protocol';
+import type { TestStack } from './stack.js';
 
 /**
  * Sits between a worker and its engine and passes everything through, until a test breaks the
@@ -126,4 +128,15 @@ export class EngineProxy {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/**
+ * A sim-engine, and one worker of `stack` that reaches it only through an EngineProxy. `direct`
+ * talks to the engine past the proxy, to see what the worker cannot.
+ */
+export async function startWorkerBehindProxy(stack: TestStack, workerEnv: Record<string, string>): Promise<{ proxy: EngineProxy; direct: EngineClient }> {
+  const engine = await stack.start('apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: '0', SIM_STEP_MS: '10' });
+  const proxy = await new EngineProxy(engine.url).start();
+  await stack.start('apps/worker/src/main.js', { ENGINE_URL: proxy.url, WORKER_PORT: '0', ...workerEnv }, 'ready');
+  return { proxy, direct: new EngineClient(engine.url) };
 }

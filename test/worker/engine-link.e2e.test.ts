@@ -1,7 +1,6 @@
-import { EngineClient } from '#libs/engine-protocol';
-import { EngineProxy } from '../support/engine-proxy.js';
+import type { EngineClient } from '#libs/engine-protocol';
+import { startWorkerBehindProxy, type EngineProxy } from '../support/engine-proxy.js';
 import { JobsProbe, waitUntil } from '../support/jobs.js';
-import type { RunningProcess } from '../support/processes.js';
 import { TestStack } from '../support/stack.js';
 
 /**
@@ -12,7 +11,6 @@ import { TestStack } from '../support/stack.js';
 describe('worker and engine: a broken link loses no job', () => {
   const stack = new TestStack('local');
   let probe: JobsProbe;
-  let engine: RunningProcess;
   let direct: EngineClient;
   let proxy: EngineProxy;
   let account: { id: string; key: string };
@@ -20,14 +18,7 @@ describe('worker and engine: a broken link loses no job', () => {
   beforeAll(async () => {
     await stack.open();
     probe = new JobsProbe(stack);
-    engine = await stack.start('apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: '0', SIM_STEP_MS: '10' });
-    direct = new EngineClient(engine.url);
-    proxy = await new EngineProxy(engine.url).start();
-    await stack.start(
-      'apps/worker/src/main.js',
-      { ENGINE_URL: proxy.url, WORKER_PORT: '0', WORKER_ID: 'link-w1', JOB_EXECUTION_TIMEOUT_SECONDS: '300', ENGINE_STALL_TIMEOUT_MS: '1000' },
-      'ready',
-    );
+    ({ proxy, direct } = await startWorkerBehindProxy(stack, { WORKER_ID: 'link-w1', JOB_EXECUTION_TIMEOUT_SECONDS: '300', ENGINE_STALL_TIMEOUT_MS: '1000' }));
     account = await stack.account({ tier: 'enterprise' });
   });
   afterEach(() => {

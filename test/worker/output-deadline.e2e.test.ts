@@ -1,6 +1,6 @@
-import { EngineClient } from '#libs/engine-protocol';
+import type { EngineClient } from '#libs/engine-protocol';
 import { lateJobsQuery } from '#libs/jobs';
-import { EngineProxy } from '../support/engine-proxy.js';
+import { startWorkerBehindProxy, type EngineProxy } from '../support/engine-proxy.js';
 import { JobsProbe, waitUntil } from '../support/jobs.js';
 import { TestStack } from '../support/stack.js';
 
@@ -18,14 +18,7 @@ describe('worker: storing outputs past the run deadline', () => {
   beforeAll(async () => {
     await stack.open();
     probe = new JobsProbe(stack);
-    const engine = await stack.start('apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: '0', SIM_STEP_MS: '10' });
-    direct = new EngineClient(engine.url);
-    proxy = await new EngineProxy(engine.url).start();
-    await stack.start(
-      'apps/worker/src/main.js',
-      { ENGINE_URL: proxy.url, WORKER_PORT: '0', WORKER_ID: 'deadline-w1', JOB_EXECUTION_TIMEOUT_SECONDS: '3', ENGINE_STALL_TIMEOUT_MS: '30000' },
-      'ready',
-    );
+    ({ proxy, direct } = await startWorkerBehindProxy(stack, { WORKER_ID: 'deadline-w1', JOB_EXECUTION_TIMEOUT_SECONDS: '3', ENGINE_STALL_TIMEOUT_MS: '30000' }));
   });
   afterAll(async () => {
     proxy.releaseViews();
