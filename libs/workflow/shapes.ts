@@ -8,6 +8,8 @@ export function toV2NodeErrors(outcome: Failed): Record<string, { field: string;
   for (const [id, e] of Object.entries(outcome.nodeErrors)) {
     out[id] = e.problems.map((p) => ({ field: p.field, reason: p.details && p.details !== p.field ? `${p.message}: ${p.details}` : p.message }));
   }
+  // A problem that stops validation at one node (an unknown class, say) is that node's too.
+  if (outcome.node && !Object.hasOwn(out, outcome.node.id)) out[outcome.node.id] = [{ field: outcome.node.field, reason: outcome.error.message }];
   return out;
 }
 

@@ -35,6 +35,8 @@ export type ValidationOutcome =
       ok: false;
       error: WorkflowProblem;
       nodeErrors: Record<string, { class_type: string; problems: NodeProblem[]; dependent_outputs: string[] }>;
+      /** The node a prompt-level problem is about: the engine names it only in `details`. */
+      node?: { id: string; field: string };
     };
 
 const MAX_NODES = 5_000;
@@ -60,8 +62,8 @@ export function workflowFormat(workflow: unknown): 'api' | 'ui' | 'invalid' {
   return 'api';
 }
 
-function invalid(message: string, details: string): ValidationOutcome {
-  return { ok: false, error: { type: 'invalid_prompt', message, details }, nodeErrors: {} };
+function invalid(message: string, details: string, node?: { id: string; field: string }): ValidationOutcome {
+  return { ok: false, error: { type: 'invalid_prompt', message, details }, nodeErrors: {}, ...(node ? { node } : {}) };
 }
 
 /** The id of the first node with a key or string value PostgreSQL cannot store, or null. */
@@ -97,8 +99,9 @@ function typesMatch(received: string, expected: string): boolean {
   return expected.split(',').some((t) => r.has(t.trim()));
 }
 
-function isLink(v: unknown): v is [string | number, number] {
-  return Array.isArray(v) && v.length === 2 && (typeof v[0] === 'string' || typeof v[0] === 'number') && Number.isInteger(v[1]);
+/** A link names its source by the node's id, a string: the engine looks `[4, 0]` up and fails. */
+function isLink(v: unknown): v is [string, number] {
+  return Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && Number.isInteger(v[1]);
 }
 
 function show(value: unknown): string {
@@ -142,16 +145,19 @@ export function validateWorkflow(workflow: unknown, defs: NodeDefinitions): Vali
   const ids = Object.keys(workflow);
   if (ids.length > MAX_NODES) return invalid(`Cannot execute a prompt of more than ${MAX_NODES} nodes.`, `${ids.length} nodes`);
   const unstorable = findUnstorableString(workflow);
-  if (unstorable) return invalid('Cannot execute because a string holds a NUL character or a lone UTF-16 surrogate.', `Node ID '#${unstorable}'`);
+  if (unstorable) return invalid('Cannot execute because a string holds a NUL character or a lone UTF-16 surrogate.', `Node ID '#${unstorable}'`, { id: unstorable, field: 'inputs' });
   const outputs: string[] = [];
   for (const id of ids) {
+    // Every map of this service keyed by node id would take this one for its prototype, so the
+    // node would vanish (and its errors with it): refused, though the engine, in Python, takes it.
+    if (id === '__proto__') return invalid('Cannot execute because a node id is reserved.', `Node ID '#${id}'`);
     const node = workflow[id];
     if (!isObject(node) || typeof node.class_type !== 'string') {
-      return invalid('Cannot execute because a node is missing the class_type property.', `Node ID '#${id}'`);
+      return invalid('Cannot execute because a node is missing the class_type property.', `Node ID '#${id}'`, { id, field: 'class_type' });
     }
-    if (node.inputs !== undefined && !isObject(node.inputs)) return invalid('Cannot execute because a node has inputs that are not an object.', `Node ID '#${id}'`);
+    if (node.inputs !== undefined && !isObject(node.inputs)) return invalid('Cannot execute because a node has inputs that are not an object.', `Node ID '#${id}'`, { id, field: 'inputs' });
     const def = Object.hasOwn(defs, node.class_type) ? defs[node.class_type] : undefined;
-    if (!def) return invalid(`Cannot execute because node ${node.class_type} does not exist.`, `Node ID '#${id}'`);
+    if (!def) return invalid(`Cannot execute because node ${node.class_type} does not exist.`, `Node ID '#${id}'`, { id, field: 'class_type' });
     if (def.output_node) outputs.push(id);
   }
   if (outputs.length === 0) return { ok: false, error: { type: 'prompt_no_outputs', message: 'Prompt has no outputs', details: '' }, nodeErrors: {} };
@@ -263,7 +269,7 @@ function checkNode(id: string, wf: ApiWorkflow, defs: NodeDefinitions, linked: L
         });
         continue;
       }
-      const source = String(value[0]);
+      const source = value[0];
       const sourceNode = Object.hasOwn(wf, source) ? wf[source] : undefined;
       const sourceDef = sourceNode ? defs[sourceNode.class_type] : undefined;
       if (!sourceNode || !sourceDef) {

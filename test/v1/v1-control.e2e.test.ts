@@ -97,6 +97,12 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
     await world.waitStatus(d.key, theirs, ['success']);
     const historyIds = async (key: string) => Object.keys((await world.get(key, '/api/history')).body).sort();
     expect(await historyIds(c.key)).toEqual([first, second, third].sort());
+    // Pages as the engine counts them: oldest first; `offset` skips the oldest, without it the newest.
+    const page = async (query: string) => Object.keys((await world.get(c.key, `/api/history?${query}`)).body);
+    expect(await page('max_items=2')).toEqual([second, third]);
+    expect(await page('max_items=2&offset=0')).toEqual([first, second]);
+    expect(await page('offset=1')).toEqual([second, third]);
+    expect(await page('max_items=1&offset=2')).toEqual([third]);
 
     expect((await world.post(c.key, '/api/history', { delete: [first, 'not-a-uuid'] })).status).toBe(200);
     expect((await world.get(c.key, `/api/history/${first}`)).body).toEqual({});
@@ -121,7 +127,8 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
     expect(await historyIds(c.key)).toEqual([later]);
 
     expect((await world.post(c.key, '/api/history', { delete: 'x' })).status).toBe(400);
-    expect((await world.post(c.key, '/api/history', '{bad', 'application/json')).status).toBe(400);
+    const bad = await world.post(c.key, '/api/history', '{bad', 'application/json');
+    expect([bad.status, bad.body.error.type]).toEqual([400, 'invalid_json']);
   });
 
   async function failWith(prompt: Record<string, unknown>): Promise<{ error: any; history: any; status: string }> {
@@ -237,7 +244,9 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
       ['GET', '/api/queue'],
       ['POST', '/api/queue'],
       ['POST', '/api/interrupt'],
+      ['POST', '/api/free'],
       ['GET', '/api/history'],
+      ['POST', '/api/history'],
       ['GET', '/api/history/00000000-0000-4000-8000-000000000000'],
       ['GET', '/api/job/00000000-0000-4000-8000-000000000000/status'],
       ['GET', '/api/view?filename=x.png&type=output'],
@@ -287,6 +296,8 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
       [JSON.stringify({ prompt: sleeper(1), prompt_id: 'not-a-uuid' }), 'text/plain', 'invalid_prompt'],
       [JSON.stringify({ prompt: { nodes: [], links: [] } }), 'text/plain', 'invalid_prompt'],
       [JSON.stringify({ prompt: sleeper(1), extra_data: 'x' }), 'text/plain', 'invalid_prompt'],
+      // Written out: a `__proto__` key in an object literal would set its prototype instead.
+      ['{"prompt": {"__proto__": {"class_type": "SaveImage", "inputs": {}}}}', 'text/plain', 'invalid_prompt'],
     ];
     for (const [body, type, errorType] of cases) {
       const reply = await world.post(a.key, '/api/prompt', body, type);
@@ -301,6 +312,11 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
     expect((await world.post(a.key, '/api/queue', 'nope', null)).status).toBe(400);
     expect((await world.post(a.key, '/api/queue', { delete: 'x' })).status).toBe(400);
     expect((await world.post(a.key, '/api/interrupt', '{bad', 'application/json')).status).toBe(400);
+    // The frontend's "unload models": answered as the engine does, and it empties no shared engine.
+    for (const [body, type] of [[{ unload_models: true, free_memory: true }, 'application/json'], ['{"unload_models": true}', 'text/plain;charset=UTF-8']] as const) {
+      const free = await world.post(a.key, '/api/free', body, type);
+      expect([free.status, free.text]).toEqual([200, '']);
+    }
     const noFile = await world.post(a.key, '/api/upload/image', 'x', 'text/plain');
     expect([400, 415]).toContain(noFile.status);
     const form = new FormData();

@@ -53,18 +53,32 @@ describe('v2 job submission errors', () => {
     expect(await stack.db.job.count({ where: { accountId: alice.id } })).toBe(0);
   });
 
+  const empty = { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } };
   it.each([
-    [{ '1': { class_type: 'NoSuchNode', inputs: {} } }, /NoSuchNode/],
-    [{ '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } } }, /no outputs/i],
-    [{ '1': { inputs: {} } }, /class_type/],
-    [[], /API format/],
-    [{ '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } }, '2': { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'a\u0000b' } } }, /NUL/],
-    ['text', /API format/],
-  ])('refuses %j', async (workflow, message) => {
+    [{ '1': { class_type: 'NoSuchNode', inputs: {} } }, /^Cannot execute because node NoSuchNode does not exist: Node ID '#1'$/, { '1': ['class_type'] }],
+    [{ '1': empty }, /no outputs/i, {}],
+    [{ '1': { inputs: {} } }, /class_type/, { '1': ['class_type'] }],
+    [{ '1': { class_type: 'SaveImage', inputs: 5 } }, /inputs/, { '1': ['inputs'] }],
+    [[], /API format/, undefined],
+    [{ '1': empty, '2': { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'a\u0000b' } } }, /NUL/, { '2': ['inputs'] }],
+    // A link names its source node by its id, a string, as the engine looks it up.
+    [{ '1': empty, '2': { class_type: 'SaveImage', inputs: { images: [1, 0], filename_prefix: 'a' } } }, /Bad linked input/, { '2': ['images'] }],
+    ['text', /API format/, undefined],
+  ])('refuses %j', async (workflow, message, nodeFields) => {
     const res = await submit({ workflow });
     expect(res.status).toBe(422);
     expect(envelopeCode(res)).toBe('invalid_workflow');
     expect(res.body.error.message).toMatch(message);
+    if (nodeFields === undefined) return;
+    const errors = res.body.error.details.node_errors as Record<string, { field: string }[]>;
+    expect(Object.fromEntries(Object.entries(errors).map(([id, list]) => [id, list.map((e) => e.field)]))).toEqual(nodeFields);
+  });
+
+  it('refuses a body with a __proto__ key before reading it (400)', async () => {
+    // Parsed, not written as a literal: there `__proto__` would set the object's prototype.
+    const res = await submit({ workflow: JSON.parse('{"__proto__": {"class_type": "SaveImage", "inputs": {}}}') });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toEqual({ code: 'invalid_json', message: expect.stringMatching(/__proto__/) });
   });
 
   it('refuses malformed bodies with 400', async () => {

@@ -71,7 +71,8 @@ export class PromptValidator {
     const apiPrompt = prompt as ApiPrompt;
     const good: string[] = [];
     const failed: Array<[string, EngineErrorDetail[]]> = [];
-    const nodeErrors: Record<string, NodeValidationError> = {};
+    // Null prototype: a node the client named `__proto__` is a key like any other, as in Python.
+    const nodeErrors: Record<string, NodeValidationError> = Object.create(null) as Record<string, NodeValidationError>;
     const validated: Validated = new Map();
     for (const o of [...outputs].sort((a, b) => compareIds(b, a))) {
       let valid = false;

@@ -63,12 +63,15 @@ export const V1_PATHS: Record<string, Obj> = {
     get: op('Your running and pending jobs', { 200: json('V1Queue', 'Running and pending jobs.') }),
     post: op('Cancel jobs', { 200: empty, 400: engineError }, { description: '`{delete: [prompt_id, ...]}` cancels those jobs; `{clear: true}` every pending one.', ...jsonBody('V1QueueRequest', false) }),
   },
+  '/api/free': {
+    post: op('Free engine memory', { 200: empty }, { description: 'Accepted for the engine\'s clients; the engines are shared between accounts, so it changes nothing.' }),
+  },
   '/api/interrupt': {
     post: op('Interrupt running jobs', { 200: empty, 400: engineError }, jsonBody('V1InterruptRequest', false)),
   },
   '/api/history': {
     get: op('Finished jobs', { 200: json('V1History', 'Oldest first.') }, {
-      parameters: [query('max_items', 'At most this many (default 200, at most 1000).', { type: 'integer' }), query('offset', 'Skip this many of the newest.', { type: 'integer' })],
+      parameters: [query('max_items', 'At most this many (default 200, at most 1000).', { type: 'integer' }), query('offset', 'Skip this many of the oldest; without it, the newest `max_items`.', { type: 'integer' })],
     }),
     post: op('Clear or prune the history', { 200: empty, 400: engineError }, {
       description: '`{clear: true}` empties your history, `{delete: [prompt_id, ...]}` takes those prompts out of it. The jobs stay: v2 still lists them and their outputs.',

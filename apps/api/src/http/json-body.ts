@@ -71,11 +71,25 @@ export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: nu
     if (routerCall) (request as FastifyRequest & { [RAW_JSON]?: Buffer })[RAW_JSON] = body;
     const fail = (err: Error) => (routerCall ? done(null, new UnparsableBody(err)) : done(err, undefined));
     if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) return fail(tooDeepError());
-    return parse(request, text, (err, value) => (err ? fail(err) : done(null, value)));
+    return parse(request, text, (err, value) => (err ? fail(isJson(text) ? poisonedError() : err) : done(null, value)));
   };
   // Every JSON media type (`application/json`, `application/vnd.api+json`, ...) goes to this parser.
   app.useBodyParser<RawServerDefault>('application/json', { bodyLimit }, parser);
   app.useBodyParser<RawServerDefault>(SUFFIXED_JSON, { bodyLimit }, parser);
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** What the parser refuses in valid JSON: keys that would poison the objects built from it. */
+function poisonedError(): ApiError {
+  return new ApiError('invalid_json', 'The request body holds a __proto__ or constructor.prototype key, which is not accepted.');
 }
 
 const SUFFIXED_JSON = /^application\/[\w.+-]+\+json\s*(;|$)/i;

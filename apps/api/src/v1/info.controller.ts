@@ -1,4 +1,4 @@
-import { Controller, Get, Inject, Param, UseGuards } from '@nestjs/common';
+import { Controller, Get, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
 import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
 import type { Account } from '#libs/db';
@@ -68,6 +68,14 @@ export class V1InfoController {
   features() {
     return { supports_preview_metadata: true, max_upload_size: this.config.maxUploadBytes };
   }
+
+  /**
+   * The engine unloads its models and empties its caches here (the frontend's "unload models").
+   * The engines serve every account, so no caller may empty them: the engine's answer, no effect.
+   */
+  @Post('free')
+  @HttpCode(200)
+  free(): void {}
 
   /** The engines are behind the service: no host facts to report, only the shape clients read. */
   @Get('system_stats')

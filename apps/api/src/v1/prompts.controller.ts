@@ -198,16 +198,17 @@ export class V1PromptsController {
   @Get('history')
   async history(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>) {
     const take = intParam(query.max_items, 200, HISTORY_MAX);
-    const skip = intParam(query.offset, 0, 1_000_000);
+    // As the engine counts it: `offset` skips that many of the oldest; without one the page is
+    // the newest `max_items`. Either way the engine lists history oldest first.
+    const offset = intParam(query.offset, -1, 1_000_000);
     const jobs = await this.db.job.findMany({
       where: { accountId: account.id, status: { in: [...FINISHED] }, historyHidden: false, OR: [{ startedAt: { not: null } }, { status: { in: ['failed', 'expired'] } }] },
-      orderBy: [{ number: 'desc' }],
+      orderBy: [{ number: offset < 0 ? 'desc' : 'asc' }],
       take,
-      skip,
+      skip: Math.max(offset, 0),
       include: HISTORY_INCLUDE,
     });
-    // The engine lists history oldest first.
-    return this.views.history(jobs.reverse());
+    return this.views.history(offset < 0 ? jobs.reverse() : jobs);
   }
 
   /** A finished job of the caller, or `{}` as the engine answers for an unknown prompt. */

@@ -29,6 +29,6 @@ export class V1Module implements OnModuleInit {
 
   onModuleInit(): void {
     const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
-    acceptAnyJsonBody(fastify, this.config.api.basePath, ['/api/prompt', '/api/queue', '/api/interrupt']);
+    acceptAnyJsonBody(fastify, this.config.api.basePath, ['/api/prompt', '/api/queue', '/api/interrupt', '/api/history', '/api/free']);
   }
 }

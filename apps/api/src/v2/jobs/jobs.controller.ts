@@ -56,7 +56,8 @@ export class JobsController {
     } catch (err) {
       if (err instanceof WorkflowRejected) {
         const o = err.outcome;
-        throw new ApiError('invalid_workflow', o.error.details ? `${o.error.message}: ${o.error.details.split('\n')[0]}` : o.error.message, {
+        const summary = o.error.details ? `${o.error.message.replace(/\.$/, '')}: ${o.error.details.split('\n')[0]}` : o.error.message;
+        throw new ApiError('invalid_workflow', summary, {
           error_type: o.error.type,
           node_errors: toV2NodeErrors(o),
         });
