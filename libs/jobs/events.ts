@@ -26,8 +26,13 @@ const MAX_EVENTS_PER_JOB = 5_000;
 const KEPT_EVENTS = new Set<JobEventName>(['status', 'output']);
 const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
 
+const MAX_ID_PART = 2n ** 64n - 1n;
+
+/** An id Redis can take as an exclusive range start: two 64-bit parts, below the largest id. */
 export function isStreamId(value: string): boolean {
-  return STREAM_ID.test(value);
+  if (!STREAM_ID.test(value)) return false;
+  const [ms, seq] = value.split('-').map(BigInt) as [bigint, bigint];
+  return ms <= MAX_ID_PART && seq <= MAX_ID_PART && !(ms === MAX_ID_PART && seq === MAX_ID_PART);
 }
 
 /** Orders two stream ids as the log does: negative when `a` came first. */
@@ -77,6 +82,12 @@ export class JobEventLog {
       accountId,
       KEPT_EVENTS.has(event) ? '1' : '0',
     );
+  }
+
+  /** Whether the job's log has issued `id`: it is no later than the log's newest entry. */
+  async issued(jobId: string, id: string): Promise<boolean> {
+    const newest = await this.redis.xrevrange(this.keys.events(jobId), '+', '-', 'COUNT', 1);
+    return newest.length > 0 && compareStreamIds(id, newest[0]![0]) <= 0;
   }
 
   /**

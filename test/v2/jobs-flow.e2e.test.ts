@@ -89,6 +89,9 @@ describe('v2 jobs from submission to download', () => {
     expect(res.body.outputs).toHaveLength(1);
     const quick = await submit({ workflow: tinyImage(4) });
     expect(quick.body.status).toBe('queued');
+    // A wait longer than the cap, in however many digits, is the cap.
+    const long = await submit({ workflow: tinyImage(5) }, { prefer: 'wait=1234567' });
+    expect(long.headers.get('preference-applied')).toBe('wait=60');
   });
 
   it('answers 204 for the log of a job that has not ended', async () => {
@@ -118,6 +121,25 @@ describe('v2 jobs from submission to download', () => {
     expect(second.events.every((e) => e.id! > resumeAt)).toBe(true);
     expect(logged.slice(logged.indexOf(resumeAt) + 1)).toEqual(second.events.map((e) => e.id));
     expect(firstLogged).toBeGreaterThanOrEqual(0);
+  });
+
+  it('answers a reconnection after the end, or from an id the log never issued, with the final status at once', async () => {
+    const res = await submit({ workflow: tinyImage(22) }, { prefer: 'wait=20' });
+    expect(res.body.status).toBe('succeeded');
+    const url = new URL(res.body.urls.events, origin).toString();
+    const whole = new SseClient(url, bearer(alice.key));
+    await whole.ended;
+    const issued = new Set(whole.events.map((e) => e.id));
+    // The final event's own id is what an EventSource sends when it reconnects after the end.
+    for (const id of [whole.lastId()!, '9999999999999-0', '1-18446744073709551616', '18446744073709551615-18446744073709551615']) {
+      const started = Date.now();
+      const again = new SseClient(url, bearer(alice.key, { 'last-event-id': id }));
+      await again.ended;
+      expect([id, again.status, statusesOf(again.events).at(-1)]).toEqual([id, 200, 'succeeded']);
+      expect([id, again.events.every((e) => issued.has(e.id))]).toEqual([id, true]);
+      // Not held open until the stream's next look at the job (seconds later).
+      expect(Date.now() - started).toBeLessThan(5_000);
+    }
   });
 
   it('sends keepalive comments while a job waits', async () => {
@@ -156,8 +178,12 @@ describe('v2 jobs from submission to download', () => {
     }
     const filtered = await call(`${origin}/api/v2/jobs?status=failed,expired`, { headers: bearer(bob.key) });
     expect(filtered.body.data).toEqual([]);
-    const clamped = await call(`${origin}/api/v2/jobs?limit=1000`, { headers: bearer(bob.key) });
-    expect(clamped.body.limit).toBe(100);
+    // Clamped to 100 however large; zero or less selects the default; not a whole number: 400.
+    for (const [limit, echoed] of [['1000', 100], ['1000000000000', 100], ['0', 20], ['-1', 20], ['-1000000000000', 20]] as const) {
+      const clamped = await call(`${origin}/api/v2/jobs?limit=${limit}`, { headers: bearer(bob.key) });
+      expect([limit, clamped.status, clamped.body.limit]).toEqual([limit, 200, echoed]);
+    }
+    for (const limit of ['1.5', 'ten', '']) expect([limit, (await call(`${origin}/api/v2/jobs?limit=${limit}`, { headers: bearer(bob.key) })).status]).toEqual([limit, 400]);
     const bad = await call(`${origin}/api/v2/jobs?cursor=not-a-cursor`, { headers: bearer(bob.key) });
     expect(bad.status).toBe(400);
     const page = await call(`${origin}/api/v2/jobs?limit=1`, { headers: bearer(bob.key) });

@@ -102,6 +102,17 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
   // Queue positions are derived, not logged: a waiting job's stream reports each change. A job
   // past the queue is looked at only now and then, in case its terminal event never made it into
   // the log (Redis lost it): the stream must still end.
+  // Whatever the log holds that live delivery has not brought yet, then the ending itself.
+  const sendEnding = async (status: string) => {
+    const missed = await pipeline.events.since(jobId, lastSent).catch(() => null);
+    if (!missed) return;
+    for (const e of missed) {
+      if (ended) return;
+      lastSent = e.id;
+      await send(e.id, e.event, e.data);
+    }
+    if (!ended) await send(lastSent, 'status', JSON.stringify({ status, queue_position: null }));
+  };
   let ticks = 0;
   const positions = setInterval(() => {
     const waiting = knownStatus === null || knownStatus === 'queued';
@@ -110,18 +121,7 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
     void enqueue(async () => {
       const job = await pipeline.statusReads.read(jobId).catch(() => null);
       if (!job || ended) return;
-      if (isTerminal(job.status) && !waiting) {
-        const missed = await pipeline.events.since(jobId, lastSent).catch(() => null);
-        if (!missed) return;
-        // Whatever the log holds that live delivery has not brought yet, then the ending itself.
-        for (const e of missed) {
-          if (ended) return;
-          lastSent = e.id;
-          await send(e.id, e.event, e.data);
-        }
-        if (!ended) await send(lastSent, 'status', JSON.stringify({ status: job.status, queue_position: null }));
-        return;
-      }
+      if (isTerminal(job.status) && !waiting) return sendEnding(job.status);
       knownStatus = job.status;
       if (job.status !== 'queued') return;
       const position = await pipeline.queuePosition(jobId, job.createdAt).catch(() => undefined);
@@ -150,10 +150,19 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
     // The row is read before the log: the log is then at least as new, and its own latest status
     // wins. (Read the other way round, a job ending in between showed as ended without its final
     // progress.) The row only speaks when the log has no status, e.g. after Redis lost it.
-    const job = resumeFrom ? null : await db.job.findUniqueOrThrow({ where: { id: jobId } });
-    const logged = await pipeline.events.since(jobId, resumeFrom ?? undefined);
+    // An id the log never issued (one from the future, or from a log since expired) resumes
+    // nothing: the client gets the snapshot instead of waiting on events that will never come.
+    const resume = resumeFrom && (await pipeline.events.issued(jobId, resumeFrom)) ? resumeFrom : null;
+    const job = resume ? null : await db.job.findUniqueOrThrow({ where: { id: jobId } });
+    const logged = await pipeline.events.since(jobId, resume ?? undefined);
     if (!job) {
       for (const e of logged) await deliver(e);
+      // A client back after its stream ended (an EventSource reconnects by itself) is told the
+      // ending again at once, not after the row's next look.
+      void enqueue(async () => {
+        const row = await pipeline.statusReads.read(jobId);
+        if (row && !ended && isTerminal(row.status)) await sendEnding(row.status);
+      });
     } else {
       const lastId = logged.at(-1)?.id ?? '0-0';
       const latest = (name: string) => [...logged].reverse().find((e) => e.event === name);

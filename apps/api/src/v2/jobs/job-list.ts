@@ -10,7 +10,8 @@ export function parseJobListQuery(query: Record<string, unknown>, secret: string
   const rawLimit = query.limit;
   let limit = 20;
   if (rawLimit !== undefined) {
-    if (typeof rawLimit !== 'string' || !/^-?\d{1,9}$/.test(rawLimit)) throw ApiError.invalid('limit must be a whole number.');
+    // Any whole number, however long: past 100 it is clamped, at or below zero the default.
+    if (typeof rawLimit !== 'string' || !/^-?\d{1,100}$/.test(rawLimit)) throw ApiError.invalid('limit must be a whole number.');
     const n = Number(rawLimit);
     limit = n <= 0 ? 20 : Math.min(n, 100);
   }

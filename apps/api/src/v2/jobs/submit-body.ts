@@ -37,7 +37,8 @@ export function parseIdempotencyKey(header: string | string[] | undefined): stri
 export function parsePreferWait(header: string | string[] | undefined, max: number): number | undefined {
   const value = Array.isArray(header) ? header.join(',') : header;
   if (!value) return undefined;
-  const m = /(?:^|[,;\s])wait=(\d{1,6})(?:$|[,;\s])/.exec(value);
+  // Any number of digits: a long wait is capped like any other, not ignored.
+  const m = /(?:^|[,;\s])wait=(\d{1,100})(?:$|[,;\s])/.exec(value);
   if (!m) return undefined;
   return Math.min(Number(m[1]), max);
 }
