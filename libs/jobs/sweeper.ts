@@ -117,7 +117,8 @@ export class Sweeper {
         continue;
       }
       if (job.attempts < this.options.maxAttempts) {
-        const back = await transition(this.db, job.id, ['running'], 'queued', { dispatchedAt: null, workerId: null, progress: undefined });
+        // The next run starts from nothing: the lost run's progress would show work not done.
+        const back = await transition(this.db, job.id, ['running'], 'queued', { dispatchedAt: null, workerId: null, progress: Prisma.DbNull });
         if (back) {
           requeued++;
           await this.status(job.id, job.accountId, 'queued');

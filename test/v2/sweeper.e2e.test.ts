@@ -104,6 +104,30 @@ describe('sweeper', () => {
     expect(await state(handedBackLate.id)).toMatchObject({ status: 'expired', error: { code: 'execution_timeout' } });
   });
 
+  it('puts a job its worker lost back in the queue, without the lost run\'s progress', async () => {
+    const account = await stack.account({ name: 'lost-run' });
+    const later = new Date(Date.now() + 3_600_000);
+    const lost = await db().job.create({
+      data: {
+        accountId: account.id,
+        workflow: {},
+        expiresAt: later,
+        queueDeadlineAt: later,
+        runDeadlineAt: later,
+        status: 'running',
+        workerId: 'worker-gone',
+        attempts: 1,
+        startedAt: new Date(Date.now() - 20_000),
+        progress: { value: 0.5, nodes_done: 1, nodes_total: 2 },
+        updatedAt: new Date(Date.now() - 10_000),
+      },
+    });
+
+    await sweeper.sweep();
+
+    expect(await db().job.findUniqueOrThrow({ where: { id: lost.id }, select: { status: true, progress: true, workerId: true } })).toEqual({ status: 'queued', progress: null, workerId: null });
+  });
+
   it('expires a burst of late first waits several batches deep in one pass', async () => {
     const account = await stack.account({ name: 'late-burst' });
     const total = 640;
