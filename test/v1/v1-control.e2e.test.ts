@@ -5,6 +5,7 @@ import { ExtraDataVault, jobKeys } from '#libs/jobs';
 import { blake3Hex, createBlobStore } from '#libs/storage';
 import { TEST_REDIS_URL, TEST_SIGNING_SECRET } from '../support/env.js';
 import { call } from '../support/http.js';
+import { waitUntil } from '../support/jobs.js';
 import { V1Socket, V1World, sleeper, testPng } from './v1-world.js';
 
 const PARTNER_KEY = 'partner-secret-key-0123456789';
@@ -30,6 +31,20 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
     const running = await world.prompt(a.key, sleeper(5000), { client_id: 'me', extra_data: { api_key_service_org: PARTNER_KEY } });
     const waiting = await world.prompt(a.key, sleeper(100));
     await ws.waitFor((m) => m.type === 'execution_start' && m.data.prompt_id === running);
+    // A client back while its prompt runs hears which node runs now, right after the greeting,
+    // as the engine tells a reconnecting client; another client id hears no such thing.
+    await waitUntil(async () => ((await world.stack.db.job.findUniqueOrThrow({ where: { id: running } })).progress as { current_node?: string } | null)?.current_node === '1', 10_000, 'the running node recorded');
+    const back = await world.socket(a.key, { clientId: 'me' });
+    const other = await world.socket(a.key);
+    await back.waitFor((m) => m.type === 'executing');
+    expect(back.messages.slice(0, 2).map((m) => [m.type, m.data])).toEqual([
+      ['status', { status: { exec_info: { queue_remaining: 2 } }, sid: 'me' }],
+      ['executing', { node: '1' }],
+    ]);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(other.texts().filter((m) => m.type === 'executing')).toEqual([]);
+    back.close();
+    other.close();
     // The partner key reaches the engine for this run (sealed in the job's vault entry, as the
     // engine's own name), and is stored nowhere else.
     const vault = new ExtraDataVault(redis, jobKeys(world.stack.redisPrefix), TEST_SIGNING_SECRET);

@@ -134,6 +134,9 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
       try {
         const remaining = await this.deps.queueRemaining(account.id);
         client.sendJson('status', { status: { exec_info: { queue_remaining: remaining } }, sid });
+        // As the engine does: a client back while its prompt runs is told the node running now.
+        const node = await this.runningNode(account.id, sid);
+        if (node) client.sendJson('executing', { node });
         if (ws.readyState === ws.OPEN) joined.sockets.add(client);
       } finally {
         joined.joining--;
@@ -158,6 +161,13 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
         joined.close();
       }, true);
     });
+  }
+
+  /** The node that the account's running prompt of this client id runs now, or null. */
+  private async runningNode(accountId: string, clientId: string): Promise<string | null> {
+    const job = await this.db.job.findFirst({ where: { accountId, clientId, status: 'running' }, select: { progress: true }, orderBy: { startedAt: 'desc' } });
+    const node = (job?.progress as { current_node?: unknown } | null | undefined)?.current_node;
+    return typeof node === 'string' ? node : null;
   }
 
   /** A client may declare its capabilities; the server answers with its own, as the engine does. */
