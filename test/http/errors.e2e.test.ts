@@ -51,10 +51,19 @@ describe('errors and request ids', () => {
     expect((await call(url, { headers: bearer(key) })).status).toBe(404);
   });
 
-  it('answers malformed JSON with 400 invalid_json', async () => {
+  it('answers malformed JSON with 400 invalid_json, once the caller is authenticated', async () => {
     const res = await fromHash({ headers: bearer(key, { 'content-type': 'application/json' }), body: '{"hash": ' });
     expect(res.status).toBe(400);
     expect(envelopeCode(res)).toBe('invalid_json');
+    // Without a valid credential the credential is what is wrong, whatever the body.
+    for (const headers of [{}, { authorization: 'Bearer not-a-key' }]) {
+      for (const body of ['{"hash": ', '{"__proto__": {}}', '['.repeat(1000)]) {
+        const refused = await fromHash({ headers: { ...headers, 'content-type': 'application/json' }, body });
+        expect([body.slice(0, 20), refused.status, envelopeCode(refused)]).toEqual([body.slice(0, 20), 401, 'unauthorized']);
+      }
+    }
+    const submit = await call(`${api.url}/api/v2/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{bad' });
+    expect([submit.status, envelopeCode(submit)]).toEqual([401, 'unauthorized']);
   });
 
   it('takes an empty body declared as JSON as no body: a bodyless operation works, one that needs a body says so', async () => {

@@ -35,10 +35,12 @@ export function tooDeepError(): ApiError {
 }
 
 /**
- * A JSON body that could not be parsed, handed to a router call as its body instead of failing the
+ * A JSON body that could not be parsed, handed to the route as its body instead of failing the
  * request. Fastify parses before Nest's guards run, so a parse error would otherwise answer before
- * authentication (an unauthenticated caller would hear about its body, not its credential) and
- * before the call exists (no usage record). The call route raises it once the caller is known.
+ * authentication (an unauthenticated caller would hear about its body, not its credential), and
+ * for a router call before the call exists (no usage record). The route raises it once the caller
+ * is known: `requireJsonObject` for v2, the call itself for the router. A route that reads no body
+ * (a cancel) ignores it, as it ignores any body.
  */
 export class UnparsableBody {
   constructor(readonly error: Error) {}
@@ -69,7 +71,7 @@ export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: nu
     if (text.length === 0) return done(null, undefined);
     const routerCall = request.method === 'POST' && isRouterPath(request.url, basePath);
     if (routerCall) (request as FastifyRequest & { [RAW_JSON]?: Buffer })[RAW_JSON] = body;
-    const fail = (err: Error) => (routerCall ? done(null, new UnparsableBody(err)) : done(err, undefined));
+    const fail = (err: Error) => done(null, new UnparsableBody(err));
     if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) return fail(tooDeepError());
     return parse(request, text, (err, value) => (err ? fail(isJson(text) ? poisonedError() : err) : done(null, value)));
   };
@@ -105,6 +107,7 @@ export function requireJsonObject(request: FastifyRequest, body: unknown): Recor
   if (!isJsonContentType(request.headers['content-type'])) {
     throw new ApiError('unsupported_media_type', 'Send the body as application/json.');
   }
+  if (body instanceof UnparsableBody) throw body.error;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw ApiError.invalid('The body must be a JSON object.');
   return body as Record<string, unknown>;
 }
