@@ -75,6 +75,7 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
     const history = (await world.get(a.key, `/api/history/${running}`)).body[running];
     expect(history.status.status_str).toBe('error');
     expect(history.status.messages.map((m: [string]) => m[0])).toEqual(['execution_start', 'execution_cached', 'execution_interrupted']);
+    expect(history.status.messages[2][1]).toMatchObject({ prompt_id: running, node_id: '1', node_type: 'SimSleep' });
     expect(JSON.stringify(history)).not.toContain(PARTNER_KEY);
     // Gone with the run.
     expect(await vault.get(running)).toBeNull();

@@ -86,7 +86,9 @@ export class EngineViews {
     const error = (job.error ?? {}) as JobErrorLike & { node_id?: string | null; traceback?: string | null };
     if (job.status === 'succeeded') list.push(['execution_success', { prompt_id, timestamp: ended }]);
     else if (job.status === 'canceled') {
-      list.push(['execution_interrupted', { prompt_id, node_id: null, node_type: null, executed: [], timestamp: ended }]);
+      // The node the last progress snapshot saw running is the one the interrupt stopped.
+      const at = (job.progress ?? {}) as { current_node?: string | null; current_node_class?: string | null };
+      list.push(['execution_interrupted', { prompt_id, node_id: at.current_node ?? null, node_type: at.current_node_class ?? null, executed: [], timestamp: ended }]);
     } else if (job.status === 'failed' || job.status === 'expired') {
       list.push([
         'execution_error',
