@@ -113,6 +113,21 @@ describe('router calls', () => {
       expect(row).toMatchObject({ outcome: 'invalid_input', charged: false, httpStatus: 422 });
     });
 
+    it('a JSON body of null is input the schema refuses, like any other JSON that is not an object', async () => {
+      const posted = world.partners.acme.received.length;
+      for (const [text, input] of [
+        ['null', null],
+        ['5', 5],
+        ['"str"', 'str'],
+        ['[]', []],
+      ] as const) {
+        const reply = await world.post(ws.token, 'acme/flux-schnell', text);
+        expect(expectValidation(reply, 'invalid_input')).toEqual([{ loc: ['body'], msg: expect.any(String), type: 'dict_type', input }]);
+        expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'invalid_input', httpStatus: 422, charged: false });
+      }
+      expect(world.partners.acme.received.length).toBe(posted);
+    });
+
     it('refuses malformed bodies and keys with 400', async () => {
       expectRouterError(await world.post(ws.token, 'acme/flux-schnell', '{"prompt": "x"'), 400, 'invalid_input');
       expectRouterError(await world.post(ws.token, 'acme/flux-schnell', ''), 400, 'invalid_input');
@@ -217,6 +232,9 @@ describe('router calls', () => {
       ['acme/flux-schnell', { prompt: 'x [[fail]]' }, /GPU worker crashed/],
       ['acme/flux-schnell', { prompt: 'x [[garbage]]' }, /cannot interpret/],
       ['acme/flux-schnell', { prompt: 'x [[empty]]' }, /empty/],
+      // A JSON model's schema document declares only JSON results: an HTML page is no result.
+      ['acme/flux-schnell', { prompt: 'x [[html]]' }, /cannot interpret/],
+      ['nova/image-edit', { image_url: 'https://img.example/a.png', prompt: 'x [[html]]' }, /cannot interpret/],
       ['nova/image-edit', { image_url: 'https://img.example/a.png', prompt: 'x [[bad422]]' }, /cannot interpret/],
       ['lumen/video-gen-2', { prompt: 'x [[fail]]' }, /render farm/],
       ['lumen/video-gen-2', { prompt: 'x [[garbage]]' }, /cannot interpret/],
@@ -311,6 +329,51 @@ describe('router calls', () => {
     expect(await record(expectRequestId(reply))).toMatchObject({ accountId: poor.id, outcome: 'insufficient_credits', charged: false });
   });
 
+  describe('insufficient_credits against a balance the charges have not reached yet', () => {
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const balance = async (id: string) => (await world.stack.db.account.findUniqueOrThrow({ where: { id } })).creditBalance;
+
+    it('sequential calls on one API stop with 402 as soon as the balance cannot pay another, also once the cache reloads', async () => {
+      // 5 credits, 3 per call: the second call must be refused, not the fifth.
+      const poor = await world.workspace({}, 5n);
+      const before = world.partners.acme.posts('/v1/run/flux-schnell').length;
+      expect((await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' })).status).toBe(200);
+      expectRouterError(await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' }), 402, 'insufficient_credits');
+      // Past the account cache's freshness: served stale once, then reloaded from the database.
+      await sleep(2_500);
+      expectRouterError(await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' }), 402, 'insufficient_credits');
+      await sleep(300);
+      expectRouterError(await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' }), 402, 'insufficient_credits');
+      expect(world.partners.acme.posts('/v1/run/flux-schnell').length - before).toBe(1);
+      expect(await eventually(async () => ((await balance(poor.id)) === 2n ? true : null))).toBe(true);
+    });
+
+    it('a cache reload does not bring back a balance from before a charge the batch has not written yet', async () => {
+      const poor = await world.workspace({}, 5n);
+      const db = world.stack.db;
+      // The database refuses this workspace's usage records (and so its charges) until the trigger goes.
+      await db.$executeRawUnsafe("CREATE FUNCTION refuse_usage() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'test: usage may not be written yet'; END $$");
+      await db.$executeRawUnsafe(`CREATE TRIGGER refuse_usage BEFORE INSERT ON router_calls FOR EACH ROW WHEN (NEW.account_id = '${poor.id}') EXECUTE FUNCTION refuse_usage()`);
+      let first: Awaited<ReturnType<typeof world.post>>;
+      try {
+        first = await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' });
+        expect(first.status).toBe(200);
+        expectRouterError(await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' }), 402, 'insufficient_credits');
+        await sleep(2_500);
+        // Starts a reload, which reads 5 credits: the charge is not in the database yet.
+        expectRouterError(await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' }), 402, 'insufficient_credits');
+        await sleep(300);
+        expect(await balance(poor.id)).toBe(5n);
+        expectRouterError(await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' }), 402, 'insufficient_credits');
+      } finally {
+        await db.$executeRawUnsafe('DROP TRIGGER refuse_usage ON router_calls');
+        await db.$executeRawUnsafe('DROP FUNCTION refuse_usage()');
+      }
+      expect(await record(expectRequestId(first))).toMatchObject({ outcome: 'success', charged: true });
+      expect(await eventually(async () => ((await balance(poor.id)) === 2n ? true : null))).toBe(true);
+    });
+  });
+
   it('model_not_found on a call, with suggestions, recorded', async () => {
     const reply = await world.post(ws.token, 'nova/image-edits', { prompt: 'x' });
     expectRouterError(reply, 404, 'model_not_found');
@@ -326,6 +389,25 @@ describe('router calls', () => {
     const reply = await world.post(narrow.token, 'acme/flux-schnell', { prompt: 'x' });
     expectRouterError(reply, 403, 'forbidden');
     expect(await record(expectRequestId(reply))).toMatchObject({ accountId: narrow.id, outcome: 'forbidden' });
+  });
+
+  it('not_enabled and an inactive workspace, refused before the call runs, are recorded under the request id', async () => {
+    const off = await world.workspace({ routerEnabled: false });
+    const inactive = await world.workspace({ status: 'inactive' });
+    for (const [refused, bucket] of [
+      [off, 'not_enabled'],
+      [inactive, 'forbidden'],
+    ] as const) {
+      const reply = await world.post(refused.token, 'acme/flux-schnell', { prompt: 'x' });
+      expectRouterError(reply, 403, bucket);
+      const row = await record(expectRequestId(reply));
+      expect(row).toMatchObject({ accountId: refused.id, modelId: 'acme/flux-schnell', outcome: bucket, httpStatus: 403, charged: false, costCents: 0 });
+      expect(row.durationMs).toBeGreaterThanOrEqual(0);
+    }
+    // Reading the catalog is not a call: nothing is recorded for it.
+    expectRouterError(await world.get(off.token, '/v1/models'), 403, 'not_enabled');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await world.stack.db.routerCall.count({ where: { accountId: off.id } })).toBe(1);
   });
 
   it('client_disconnected: recorded, not delivered; the finished generation is billed', async () => {
@@ -472,6 +554,35 @@ describe('router calls', () => {
     expectRouterError(reply, 500, 'internal_error');
     expect(reply.text).not.toMatch(/at .*\.js/);
     expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'internal_error', charged: false });
+  });
+
+  it('headers too large for the HTTP parser: a router path still gets the router shape and both headers', async () => {
+    const exchange = (raw: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(world.api.port, '127.0.0.1');
+        let text = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (d: string) => (text += d));
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
+        socket.write(raw);
+      });
+    const big = `X-Big: ${'a'.repeat(20_000)}\r\n`;
+    const auth = `Authorization: Bearer ${ws.token}\r\n`;
+    for (const head of [`POST /v1/models/acme/flux-schnell HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 2\r\n${big}\r\n{}`, `GET /v1/models HTTP/1.1\r\nHost: x\r\n${big}\r\n`]) {
+      const text = await exchange(head);
+      const [rawHead = '', body = ''] = text.split('\r\n\r\n');
+      expect(rawHead).toMatch(/^HTTP\/1\.1 431 /);
+      expect(rawHead).toMatch(/\r\nx-service-request-id: [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\r\n/i);
+      expect(rawHead).toMatch(/\r\nx-service-error-type: invalid_input\r\n/i);
+      expect(rawHead).toMatch(/\r\ncontent-type: application\/json/i);
+      expect(JSON.parse(body)).toEqual({ detail: expect.any(String), error_type: 'invalid_input' });
+    }
+    // Other paths keep the v2 envelope.
+    const other = await exchange(`GET /api/v2/jobs HTTP/1.1\r\nHost: x\r\n${big}\r\n`);
+    expect(other).toMatch(/^HTTP\/1\.1 431 /);
+    expect(other).not.toMatch(/x-service-/i);
+    expect(JSON.parse(other.split('\r\n\r\n')[1]!)).toMatchObject({ error: { code: 'invalid_request' } });
   });
 
   it('every response carries a fresh X-Service-Request-Id that names its usage record', async () => {

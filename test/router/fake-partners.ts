@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 //   fail     report the provider's own failure
 //   busy     answer 503 (overloaded)
 //   garbage  answer 200 with a body that is not JSON
+//   html     answer 200 text/html (a gateway's error page)
 //   empty    answer 200 with no body
 //   gw504    answer 504 (the partner's own gateway timed out)
 //   invalid  (nova) answer 422 with the partner's own validation errors, unknown types included
@@ -101,6 +102,11 @@ async function commonFailure(res: http.ServerResponse, d: Map<string, number>): 
   if (d.has('garbage')) {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('<html><body>502 Bad Gateway</body></html>');
+    return true;
+  }
+  if (d.has('html')) {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<html>502 Bad Gateway</html>');
     return true;
   }
   if (d.has('empty')) {

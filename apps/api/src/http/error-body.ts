@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES as HTTP_REASONS } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ERROR_STATUS, errorEnvelope, type ErrorCode } from '#libs/contracts';
 
 // Every error leaves in the contract's shape: the ErrorEnvelope on v2 and v1, the router's own
@@ -113,12 +114,29 @@ export function frameworkErrorShape(err: { code?: string }): ErrorShape {
   return { status: 400, code: 'invalid_request', message: 'The request is invalid.' };
 }
 
+/** The Fastify instance, which Fastify binds the client-error handler to, once the router is mounted on it. */
+interface RouterMount {
+  routerBasePath?: string;
+}
+
+/** Tells the client-error handler of this instance that the router answers under `basePath`. */
+export function mountRouterErrors(fastify: FastifyInstance, basePath: string): void {
+  fastify.decorate('routerBasePath', basePath);
+}
+
+/** The path of the request line the parser refused, when it kept the bytes it was reading. */
+function rawRequestPath(err: { rawPacket?: unknown }): string | null {
+  if (!Buffer.isBuffer(err.rawPacket)) return null;
+  return /^[A-Z]+ (\/\S*)/.exec(err.rawPacket.subarray(0, 2048).toString('latin1'))?.[1] ?? null;
+}
+
 /**
  * Node's `clientError`: bytes that are not HTTP, headers too large, or a client that did not send
  * its request in time. There is no request to answer through, so the reply is written to the
- * socket directly, in the envelope, and the connection closed.
+ * socket directly, in the envelope (the router's body and headers on a router path), and the
+ * connection closed.
  */
-export function rejectMalformedClient(err: Error & { code?: string }, socket: Duplex): void {
+export function rejectMalformedClient(this: RouterMount | undefined, err: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, code, message] =
     err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
@@ -126,10 +144,18 @@ export function rejectMalformedClient(err: Error & { code?: string }, socket: Du
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'invalid_request', 'The request headers are too large.']
         : [400, 'invalid_request', 'The request is not valid HTTP.'];
-  const body = JSON.stringify(errorEnvelope(code, message));
+  let headers = '';
+  let body = JSON.stringify(errorEnvelope(code, message));
+  const basePath = this?.routerBasePath;
+  const path = rawRequestPath(err);
+  if (basePath !== undefined && path !== null && isRouterPath(path, basePath)) {
+    const errorType = routerErrorType({ status, code, message });
+    headers = `X-Service-Request-Id: ${randomUUID()}\r\nX-Service-Error-Type: ${errorType}\r\n`;
+    body = JSON.stringify({ detail: message, error_type: errorType });
+  }
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${HTTP_REASONS[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${HTTP_REASONS[status]}\r\n${headers}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isRouterPath } from '../http/error-body.js';
+import { isRouterPath, mountRouterErrors } from '../http/error-body.js';
 import { isJsonContentType } from '../http/json-body.js';
 
 // Per-request facts the router needs before Nest sees the request: its own server-generated id
@@ -22,6 +22,19 @@ export function setServiceRequestId(request: FastifyRequest, reply: FastifyReply
   if (isRouterPath(request.url, basePath)) reply.header('x-service-request-id', serviceRequestId(request));
 }
 
+/** The decoded path segments after `/v1/models/` (provider, model, and any more the caller sent). */
+export function modelPathSegments(request: FastifyRequest): string[] {
+  const path = request.url.split('?')[0]!;
+  const rest = path.slice(path.indexOf('/v1/models/') + '/v1/models/'.length);
+  return rest.split('/').map((s) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s;
+    }
+  });
+}
+
 /** The call then reaches the route, which takes only JSON and says so as `invalid_input`. */
 function readAsTextUnlessJson(request: FastifyRequest): void {
   const headers = request.raw.headers;
@@ -32,6 +45,8 @@ function readAsTextUnlessJson(request: FastifyRequest): void {
 }
 
 export function installRouterHooks(fastify: FastifyInstance, basePath: string): void {
+  // Requests the HTTP parser refuses never reach a hook; on router paths they still get the router's answer.
+  mountRouterErrors(fastify, basePath);
   // Callbacks, not async hooks: they run on every request (see installHttpHooks).
   fastify.addHook('onRequest', (request, reply, done) => {
     setServiceRequestId(request, reply, basePath);

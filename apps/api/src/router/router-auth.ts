@@ -6,11 +6,20 @@ import type { Config } from '#libs/config';
 import type { Account, Db } from '#libs/db';
 import { AuthFailures, authChangedChannel } from '../auth/index.js';
 import { CONFIG, DB } from '../core/tokens.js';
+import { UsageService } from './calls/usage.service.js';
 import { RouterError } from './errors.js';
+import { modelPathSegments, serviceRequestId } from './request-context.js';
 
 // Router credentials are JWTs (`sub` = account id). Verified tokens and accounts are cached for a
 // moment to keep every call off the database; the admin command line's "auth changed" message
 // empties the account cache on every replica at once.
+//
+// The credit check reads the cached balance, and charges reach the database in batches after the
+// answer. So that this replica's next call sees a charge at once, a charge is taken off the cached
+// balance when the call is charged, and a reload takes off again every charge the database may not
+// have yet. Charges made on other replicas arrive with a reload: a workspace can overrun its balance
+// by what it spends on the other replicas within one freshness period (ACCOUNT_FRESH_MS, plus the
+// reload) and the batch delay.
 
 const TOKEN_CACHE_MS = 60_000;
 // Fresh for 2 s; after that still served (at most 30 s old) while one reload runs behind it, so
@@ -23,6 +32,12 @@ interface CachedAccount {
   account: Account | null;
   at: number;
   reload: Promise<Account | null> | null;
+}
+
+/** A charge taken off a cached balance before the database has it. */
+interface LocalCharge {
+  cents: bigint;
+  written: boolean;
 }
 
 const WORKSPACE = Symbol('routerWorkspace');
@@ -41,6 +56,9 @@ function tokenExpiryMs(token: string): number {
 export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
   private readonly tokens = new Map<string, { sub: string; until: number }>();
   private readonly accounts = new Map<string, CachedAccount>();
+  // Per account: charges not yet written, and those written while a reload was under way (that
+  // reload may have read the balance before them). Kept apart from the cache, which may be emptied.
+  private readonly charges = new Map<string, LocalCharge[]>();
   private subscriber: Redis | null = null;
 
   constructor(
@@ -95,11 +113,56 @@ export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
     return this.load(id, cached);
   }
 
+  /**
+   * Takes a call's charge off the workspace's cached balance now, ahead of its batched write.
+   * Settle it once the write is over: `true` when the database has the charge, `false` when it
+   * was not made (another replica stored the generation first), which gives the credits back.
+   */
+  charge(accountId: string, cents: number): (written: boolean) => void {
+    if (cents <= 0) return () => undefined;
+    const charge: LocalCharge = { cents: BigInt(cents), written: false };
+    const cached = this.accounts.get(accountId)?.account;
+    if (cached) cached.creditBalance -= charge.cents;
+    this.charges.set(accountId, [...(this.charges.get(accountId) ?? []), charge]);
+    return (written) => {
+      if (!written) {
+        const current = this.accounts.get(accountId)?.account;
+        if (current) current.creditBalance += charge.cents;
+        this.dropCharges(accountId, (c) => c === charge);
+        return;
+      }
+      charge.written = true;
+      // A reload under way may have read the balance before this write; it drops the charge itself.
+      if (!this.accounts.get(accountId)?.reload) this.dropCharges(accountId, (c) => c === charge);
+    };
+  }
+
+  private dropCharges(accountId: string, drop: (charge: LocalCharge) => boolean): void {
+    const kept = (this.charges.get(accountId) ?? []).filter((c) => !drop(c));
+    if (kept.length > 0) this.charges.set(accountId, kept);
+    else this.charges.delete(accountId);
+  }
+
+  /**
+   * The balance the database returned, less this replica's charges it may not include: those not
+   * written yet, and those written during the read (counted twice until the next reload; erring
+   * low only delays a call, erring high lets a workspace run past zero).
+   */
+  private withLocalCharges(id: string, account: Account | null): Account | null {
+    const charges = this.charges.get(id);
+    if (!account || !charges) return account;
+    for (const charge of charges) account.creditBalance -= charge.cents;
+    // Written ones are in the database for every later reload.
+    this.dropCharges(id, (c) => c.written);
+    return account;
+  }
+
   private load(id: string, cached: CachedAccount | undefined): Promise<Account | null> {
     if (cached?.reload) return cached.reload;
     const entry: CachedAccount = cached ?? { account: null, at: 0, reload: null };
     const reload = (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) ? this.db.account.findUnique({ where: { id } }) : Promise.resolve(null))
-      .then((account) => {
+      .then((found) => {
+        const account = this.withLocalCharges(id, found);
         entry.account = account;
         entry.at = Date.now();
         return account;
@@ -124,9 +187,11 @@ export class RouterAuthGuard implements CanActivate {
   constructor(
     private readonly auth: RouterAuthService,
     private readonly failures: AuthFailures,
+    private readonly usage: UsageService,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
+    const startedAt = Date.now();
     const request = context.switchToHttp().getRequest<WorkspaceRequest>();
     // The API's brute-force guard: an address that used up its failed attempts waits out the window.
     const wait = await this.failures.blockedFor(request.ip);
@@ -138,11 +203,25 @@ export class RouterAuthGuard implements CanActivate {
       if (err instanceof RouterError && err.bucket === 'unauthorized' && request.headers.authorization !== undefined) await this.failures.failed(request.ip);
       throw err;
     }
-    if (!account.routerEnabled) throw new RouterError('not_enabled', 'The router is not enabled for this workspace.');
-    if (account.status !== 'active') throw new RouterError('forbidden', 'This workspace is inactive.');
+    const refusal = refusalOf(account);
+    if (refusal) {
+      // A refused call of a known workspace is still a call, with its usage and audit record. (A
+      // refusal without a workspace has none: the record belongs to one.)
+      if (request.method === 'POST') {
+        const modelId = modelPathSegments(request).join('/').slice(0, 300);
+        this.usage.recordUndispatched({ id: serviceRequestId(request), accountId: account.id, modelId, outcome: refusal.bucket, httpStatus: refusal.status, startedAt });
+      }
+      throw refusal;
+    }
     request[WORKSPACE] = account;
     return true;
   }
+}
+
+function refusalOf(account: Account): RouterError | null {
+  if (!account.routerEnabled) return new RouterError('not_enabled', 'The router is not enabled for this workspace.');
+  if (account.status !== 'active') return new RouterError('forbidden', 'This workspace is inactive.');
+  return null;
 }
 
 export function workspaceOf(request: FastifyRequest): Account {

@@ -11,7 +11,7 @@ import { CatalogService, type ModelListEntry } from './catalog/catalog.service.j
 import { CursorCodec, CursorError } from './catalog/cursor.js';
 import { RouterError } from './errors.js';
 import { ifNoneMatchHits } from './etag.js';
-import { serviceRequestId } from './request-context.js';
+import { modelPathSegments, serviceRequestId } from './request-context.js';
 import { RouterAuthGuard, workspaceOf } from './router-auth.js';
 import { RouterExceptionFilter } from './router-exception.filter.js';
 
@@ -103,7 +103,7 @@ export class RouterController {
   // paths land on these catch-alls (wildcards have no such cap) and take the same way.
   @Get('*')
   async longGet(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    const segments = this.segments(request);
+    const segments = modelPathSegments(request);
     if (segments.length === 3 && segments[2] === 'openapi.json') return this.inputSchema(request, reply, segments[0]!, segments[1]!);
     if (segments.length !== 2) await this.calls.resolve(workspaceOf(request), segments.join('/'), '');
     await reply.send(await this.detail(request, segments[0]!, segments[1]!));
@@ -111,20 +111,8 @@ export class RouterController {
 
   @Post('*')
   async longCall(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    const segments = this.segments(request);
+    const segments = modelPathSegments(request);
     return this.call(request, reply, segments.length === 2 ? segments[0]! : segments.join('/'), segments.length === 2 ? segments[1]! : '');
-  }
-
-  private segments(request: FastifyRequest): string[] {
-    const path = request.url.split('?')[0]!;
-    const rest = path.slice(path.indexOf('/v1/models/') + '/v1/models/'.length);
-    return rest.split('/').map((s) => {
-      try {
-        return decodeURIComponent(s);
-      } catch {
-        return s;
-      }
-    });
   }
 
   @Post(':provider/:model')
@@ -142,7 +130,8 @@ export class RouterController {
       provider,
       model,
       rawBody: isJson ? rawJsonBody(request) : undefined,
-      body: unparsable ? undefined : (parsed ?? undefined),
+      // A JSON `null` stays null: it is input the model's schema refuses, not a missing body.
+      body: unparsable ? undefined : parsed,
       bodyError: unparsable ? toErrorShape(parsed.error).message : undefined,
       idempotencyKey: Array.isArray(key) ? key.join(',') : key,
       fate,

@@ -9,6 +9,8 @@ export interface UpstreamModel {
   upstreamUrl: string;
   timeoutMs: number;
   pollIntervalMs: number;
+  /** The media types of its results, as its schema document declares them; empty: not declared. */
+  resultTypes: readonly string[];
 }
 
 /**

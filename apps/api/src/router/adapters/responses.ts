@@ -1,5 +1,5 @@
 import type { ValidationEntry } from '../errors.js';
-import { errorResult, policyRefusal, successResult, type GenerationResult } from './adapter.js';
+import { errorResult, policyRefusal, successResult, type GenerationResult, type UpstreamModel } from './adapter.js';
 import { parseJson, UpstreamBroken, UpstreamTimeout, UpstreamUnreachable, type UpstreamResponse } from './upstream-http.js';
 import { isJsonContentType } from '../../http/json-body.js';
 
@@ -26,14 +26,26 @@ function errorCode(parsed: unknown): unknown {
   return p.code ?? p.type;
 }
 
-/** A 2xx body: JSON must parse, other media types (audio, images) pass as they are. */
-export function successOrGarbage(res: UpstreamResponse): GenerationResult {
+/**
+ * A 2xx body: JSON must parse; another media type (audio, images) passes as it is, unless the
+ * model's schema document declares result types without it: a gateway's HTML error page sent
+ * with 200 is no result of a JSON model.
+ */
+export function successOrGarbage(res: UpstreamResponse, model: UpstreamModel): GenerationResult {
+  const garbage = errorResult('provider_error', 'The provider answered with a result the router cannot interpret.');
   if (res.body.length === 0) return errorResult('provider_error', 'The provider answered with an empty result.');
   if (isJsonContentType(res.contentType) || res.contentType === '') {
-    if (parseJson(res.body) === undefined) return errorResult('provider_error', 'The provider answered with a result the router cannot interpret.');
+    if (parseJson(res.body) === undefined) return garbage;
     return successResult(res.contentType || 'application/json', res.body);
   }
+  if (!declaresResultType(model.resultTypes, res.contentType)) return garbage;
   return successResult(res.contentType, res.body);
+}
+
+function declaresResultType(declared: readonly string[], contentType: string): boolean {
+  if (declared.length === 0) return true;
+  const type = contentType.split(';')[0]!.trim().toLowerCase();
+  return declared.some((d) => d === type || d === '*/*' || (d.endsWith('/*') && type.startsWith(d.slice(0, -1))));
 }
 
 /** The statuses every partner uses the same way; refusals on policy grounds by error code. */

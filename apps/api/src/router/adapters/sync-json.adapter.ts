@@ -9,7 +9,7 @@ export class SyncJsonAdapter implements ProviderAdapter {
   async dispatch(model: UpstreamModel, body: Buffer, context: DispatchContext): Promise<GenerationResult> {
     try {
       const res = await upstreamRequest(model.upstreamUrl, { method: 'POST', body, signal: context.signal });
-      return res.status >= 200 && res.status < 300 ? successOrGarbage(res) : failureResult(res);
+      return res.status >= 200 && res.status < 300 ? successOrGarbage(res, model) : failureResult(res);
     } catch (err) {
       return transportResult(err);
     }

@@ -15,7 +15,7 @@ export class ValidatingJsonAdapter implements ProviderAdapter {
   async dispatch(model: UpstreamModel, body: Buffer, context: DispatchContext): Promise<GenerationResult> {
     try {
       const res = await upstreamRequest(model.upstreamUrl, { method: 'POST', body, signal: context.signal });
-      if (res.status >= 200 && res.status < 300) return successOrGarbage(res);
+      if (res.status >= 200 && res.status < 300) return successOrGarbage(res, model);
       if (res.status !== 422) return failureResult(res);
       const entries = isJsonContentType(res.contentType) ? validationEntries(parseJson(res.body)) : null;
       if (!entries) return errorResult('provider_error', 'The provider rejected the input with an answer the router cannot interpret.');

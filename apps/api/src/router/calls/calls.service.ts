@@ -12,6 +12,7 @@ import { isEntitled, isModelSegment, isProviderSegment } from '../catalog/model-
 import { closestIds } from '../catalog/suggestions.js';
 import { RouterError, RouterValidationError } from '../errors.js';
 import { LimitsService, type Slot } from '../limits/limits.service.js';
+import { RouterAuthService } from '../router-auth.js';
 import { UsageService, type KeyedRow } from './usage.service.js';
 
 /** What the controller knows about the caller's connection. */
@@ -64,6 +65,7 @@ export class CallsService {
     private readonly catalog: CatalogService,
     private readonly limits: LimitsService,
     private readonly usage: UsageService,
+    private readonly auth: RouterAuthService,
     @Inject(CONFIG) private readonly config: Config,
     private readonly stopping: Draining,
   ) {}
@@ -84,21 +86,7 @@ export class CallsService {
       return await this.fresh(input, model, null);
     } catch (err) {
       const reply = this.failureReply(err);
-      this.usage.track(
-        this.usage.insertFinal({
-          id: input.callId,
-          accountId: input.account.id,
-          modelId,
-          outcome: reply.result.bucket,
-          resultBucket: null,
-          httpStatus: reply.result.status,
-          costCents: 0,
-          charged: false,
-          durationMs: Date.now() - input.startedAt,
-          startedAt: input.startedAt,
-        }),
-        `usage record ${input.callId}`,
-      );
+      this.usage.recordUndispatched({ id: input.callId, accountId: input.account.id, modelId, outcome: reply.result.bucket, httpStatus: reply.result.status, startedAt: input.startedAt });
       return reply;
     }
   }
@@ -200,26 +188,50 @@ export class CallsService {
 
   /** Once the generation has ended and the caller has its answer (or left): what it got, and the charge. */
   private async recordEnding(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean): Promise<void> {
-    const [result, delivered] = await Promise.all([generation.promise, input.fate.settled]);
-    const outcome = !delivered ? 'client_disconnected' : deadlineHit ? 'deadline_exceeded' : result.bucket;
-    const durationMs = Date.now() - input.startedAt;
-    if (keyed) {
-      await this.usage.setOutcome(input.callId, outcome, durationMs);
-      return;
+    const result = await generation.promise;
+    // A keyed generation was charged when it was stored; this one is charged with its record,
+    // which waits for the caller: the cached balance must not wait, the caller's next call reads it.
+    const charged = !keyed && this.isCharged(model, result);
+    const settle = charged ? this.auth.charge(input.account.id, model.priceCents) : null;
+    try {
+      const delivered = await input.fate.settled;
+      const outcome = !delivered ? 'client_disconnected' : deadlineHit ? 'deadline_exceeded' : result.bucket;
+      const durationMs = Date.now() - input.startedAt;
+      if (keyed) {
+        await this.usage.setOutcome(input.callId, outcome, durationMs);
+        return;
+      }
+      await this.usage.insertFinal({
+        id: input.callId,
+        accountId: input.account.id,
+        modelId: model.id,
+        outcome,
+        resultBucket: this.abandoned(result) ? null : result.bucket,
+        httpStatus: result.status,
+        costCents: model.priceCents,
+        charged,
+        durationMs,
+        startedAt: input.startedAt,
+        providerHandle: generation.handle,
+      });
+    } finally {
+      // Written, or given up on after every retry (logged): either way a reload reads the database.
+      settle?.(true);
     }
-    await this.usage.insertFinal({
-      id: input.callId,
-      accountId: input.account.id,
-      modelId: model.id,
-      outcome,
-      resultBucket: this.abandoned(result) ? null : result.bucket,
-      httpStatus: result.status,
-      costCents: model.priceCents,
-      charged: this.isCharged(model, result),
-      durationMs,
-      startedAt: input.startedAt,
-      providerHandle: generation.handle,
-    });
+  }
+
+  /** storeGeneration, with the charge taken off the cached balance before the write (see RouterAuthService.charge). */
+  private async storeCharged(id: string, accountId: string, costCents: number, model: CatalogModel, result: GenerationResult): Promise<boolean | null> {
+    const charged = this.isCharged(model, result);
+    const settle = charged ? this.auth.charge(accountId, costCents) : null;
+    let stored: boolean | null = null;
+    try {
+      stored = await this.usage.storeGeneration(id, accountId, result, costCents, charged, REPLAYABLE.has(result.bucket));
+      return stored;
+    } finally {
+      // Not stored by this call (another collector was first, or every try failed): not charged by it.
+      settle?.(stored === true);
+    }
   }
 
   /**
@@ -286,7 +298,7 @@ export class CallsService {
           this.generations.delete(input.callId);
           return result;
         }
-        await this.usage.storeGeneration(input.callId, input.account.id, result, model.priceCents, this.isCharged(model, result), REPLAYABLE.has(result.bucket));
+        await this.storeCharged(input.callId, input.account.id, model.priceCents, model, result);
         this.generations.delete(input.callId);
         return result;
       });
@@ -396,7 +408,7 @@ export class CallsService {
         })
         .then(async (result) => {
           if (this.abandoned(result)) return result;
-          const first = await this.usage.storeGeneration(row.id, row.accountId, result, row.costCents, this.isCharged(model, result), REPLAYABLE.has(result.bucket));
+          const first = await this.storeCharged(row.id, row.accountId, row.costCents, model, result);
           if (first !== false) return result; // stored by this collector, or by none
           // Another collector stored it first: everyone returns that one.
           const stored = await this.usage.find(row.id);

@@ -94,6 +94,15 @@ export class UsageService implements OnApplicationShutdown {
     });
   }
 
+  /**
+   * The record of a call that ended before anything was dispatched (refused, or failed inside the
+   * router): nothing charged. Written with the next batch; the caller does not wait for it.
+   */
+  recordUndispatched(call: { id: string; accountId: string; modelId: string; outcome: string; httpStatus: number; startedAt: number }): void {
+    const record: FinalRecord = { ...call, resultBucket: null, costCents: 0, charged: false, durationMs: Date.now() - call.startedAt };
+    this.track(this.insertFinal(record), `usage record ${call.id}`);
+  }
+
   private flushSoon(delay: number): void {
     if (this.timer && delay > 0) return;
     if (this.timer) clearTimeout(this.timer);

@@ -118,6 +118,7 @@ export class CatalogService implements OnModuleInit, OnModuleDestroy {
       chargesOnPolicyRejection: row.chargesOnPolicyRejection,
       timeoutMs: row.timeoutMs,
       pollIntervalMs: row.pollIntervalMs,
+      resultTypes: schema.resultTypes,
       schema,
     };
   }

@@ -18,6 +18,8 @@ export interface InputSchema {
   text: string;
   etag: string;
   validate: (body: unknown) => ValidationEntry[];
+  /** The media types the document declares for the call's 200 result, lowercase; empty when it declares none. */
+  resultTypes: string[];
 }
 
 export function strongEtag(bytes: string | Buffer): string {
@@ -26,7 +28,11 @@ export function strongEtag(bytes: string | Buffer): string {
 
 /** Compiles the document's POST body schema for `callPath` (e.g. `/v1/models/acme/x`). */
 export function compileInputSchema(text: string, callPath: string): InputSchema {
-  let doc: { openapi?: unknown; paths?: Record<string, { post?: { requestBody?: { content?: Record<string, { schema?: unknown }> } } }>; components?: unknown };
+  let doc: {
+    openapi?: unknown;
+    paths?: Record<string, { post?: { requestBody?: { content?: Record<string, { schema?: unknown }> }; responses?: Record<string, { content?: unknown }> } }>;
+    components?: unknown;
+  };
   try {
     doc = JSON.parse(text) as typeof doc;
   } catch (err) {
@@ -41,10 +47,12 @@ export function compileInputSchema(text: string, callPath: string): InputSchema 
   } catch (err) {
     throw new SchemaDocumentError(`the body schema does not compile: ${(err as Error).message}`);
   }
+  const result = doc.paths?.[callPath]?.post?.responses?.['200']?.content;
   return {
     text,
     etag: strongEtag(text),
     validate: (value) => (compiled(value) ? [] : toEntries(compiled.errors ?? [], value)),
+    resultTypes: result && typeof result === 'object' ? Object.keys(result).map((type) => type.toLowerCase()) : [],
   };
 }
 
