@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Prisma, type Asset, type Db } from '#libs/db';
 import type { BlobStore, StoredBlob } from '#libs/storage';
-import { isStorableText } from '#libs/contracts';
+import { ApiError, isStorableText } from '#libs/contracts';
 
 /** The filter of an asset record still alive: past its `expires_at` it answers 404 until retention deletes it. */
 export function notExpired() {
@@ -46,17 +46,22 @@ export function blobRow(stored: StoredBlob): Prisma.Sql {
 }
 
 /**
- * Records freshly stored bytes (identical bytes share one blob row) and an asset over them, in
- * one statement. Two statements could meet a retention pass deleting the same blob in between,
- * and the asset would then name a blob row that is gone; in one, the insert waits for that
- * deletion and records the blob anew. Its bytes are the caller's to check (blobSurvived).
+ * Records freshly stored bytes (identical bytes share one blob row) and an asset over them,
+ * under the blob lock, as a deletion of the blob runs. Without it a deletion that had just
+ * deleted the blob's last asset would not see this one, still uncommitted, and its delete of the
+ * blob row would fail on the reference; with it, the deletion either sees this asset and keeps
+ * the blob, or ends before this inserts, and the blob row is recorded anew. Its bytes are the
+ * caller's to check (blobSurvived).
  */
 export async function recordUploadedAsset(db: Db, stored: StoredBlob, a: Omit<NewAsset, 'blobHash'>): Promise<Asset> {
   const id = randomUUID();
-  await db.$executeRaw`
-    WITH ${blobRow(stored)}
-    INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at)
-    VALUES (${id}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null})`;
+  await db.$transaction([
+    lockBlob(db, stored.hash),
+    db.$executeRaw`
+      WITH ${blobRow(stored)}
+      INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at)
+      VALUES (${id}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null})`,
+  ]);
   return db.asset.findUniqueOrThrow({ where: { id } });
 }
 
@@ -109,10 +114,11 @@ export function validateFilePath(value: string): string | null {
 // storage request after another would take seconds. Each holds a database connection meanwhile.
 const PARALLEL_BLOB_DELETES = 4;
 
-// A blob's deletion (its row, then its bytes) holds this lock until both are gone; an upload that
-// recorded the same bytes takes it before checking that they survived (blobSurvived). Per hash,
-// so deletions and uploads of other bytes never wait on each other.
-function lockBlob(db: Pick<Db, '$executeRaw'>, hash: string): Promise<number> {
+// A blob's deletion (its row, then its bytes) holds this lock until both are gone; an upload of
+// the same bytes takes it to record its asset (recordUploadedAsset), and again before checking
+// that they survived (blobSurvived). Per hash, so deletions and uploads of other bytes never wait
+// on each other.
+function lockBlob(db: Pick<Db, '$executeRaw'>, hash: string): Prisma.PrismaPromise<number> {
   return db.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${hash}, 0))`;
 }
 
@@ -149,14 +155,35 @@ export async function deleteAssetsAndOrphanBlobs(db: Db, store: BlobStore, asset
 }
 
 /**
+ * Deletes one of an account's assets (and its blob, if nothing else references it) unless a job
+ * that has not finished uses it; false when it was deleted meanwhile. Its row is locked before
+ * the jobs are counted: a submission holds the rows of the assets its job uses until the job is
+ * in (InsertBatcher), so either its job is counted here, or it finds the asset gone.
+ */
+export async function deleteAssetUnlessInUse(db: Db, store: BlobStore, asset: { id: string; accountId: string; blobHash: string }): Promise<boolean> {
+  const deleted = await deleteBlobAssets(db, store, asset.blobHash, [asset.id], async (tx) => {
+    const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM assets WHERE id = ${asset.id}::uuid FOR UPDATE`;
+    if (locked.length === 0) return false;
+    const live = await tx.$queryRaw<{ n: bigint }[]>`
+      SELECT count(*) AS n FROM jobs WHERE account_id = ${asset.accountId}::uuid
+      AND status IN ('queued', 'running', 'canceling') AND workflow::text LIKE ${'%' + asset.id + '%'}`;
+    if (Number(live[0]?.n ?? 0) > 0) throw new ApiError('asset_in_use', 'A job that has not finished uses this asset.');
+    return true;
+  });
+  return deleted > 0;
+}
+
+/**
  * One transaction under the blob lock: these assets of the blob, then the blob if nothing else
  * references it. When its bytes cannot be deleted everything rolls back, the assets included:
- * deleted alone, they would leave a blob no later pass could find.
+ * deleted alone, they would leave a blob no later pass could find. `mayDelete`, when given, runs
+ * first, in the transaction: false deletes nothing, and what it throws rolls it back.
  */
-function deleteBlobAssets(db: Db, store: BlobStore, hash: string, assetIds: string[]): Promise<number> {
+function deleteBlobAssets(db: Db, store: BlobStore, hash: string, assetIds: string[], mayDelete?: (tx: Prisma.TransactionClient) => Promise<boolean>): Promise<number> {
   return db.$transaction(
     async (tx) => {
       await lockBlob(tx, hash);
+      if (mayDelete && !(await mayDelete(tx))) return 0;
       const gone = await tx.asset.deleteMany({ where: { id: { in: assetIds } } });
       const orphan = await tx.$queryRaw<{ hash: string }[]>`
         DELETE FROM blobs b WHERE b.hash = ${hash}

@@ -19,6 +19,7 @@ export interface ByteRange {
 export interface SignOptions {
   fileName: string;
   contentType: string;
+  /** Counted from the current whole second (the local store's `exp` and S3's X-Amz-Date are whole seconds). */
   expiresInSeconds: number;
   /** Scheme and authority the client used; the local store's URLs are served by the API itself. */
   origin: string;
@@ -36,7 +37,10 @@ export interface SignedUrl {
  */
 export function linkLifetimeSeconds(ttlSeconds: number, recordExpiresAt: Date | null): number {
   if (!recordExpiresAt) return ttlSeconds;
-  const left = Math.ceil((recordExpiresAt.getTime() - Date.now()) / 1000);
+  // The stores count a link's seconds from the current whole second, which may begin after this
+  // call: counted from the next whole second to the record's last one, the link ends no later
+  // than the record. (A record with under two seconds left still gets the one-second minimum.)
+  const left = Math.floor(recordExpiresAt.getTime() / 1000) - Math.ceil(Date.now() / 1000);
   return Math.max(1, Math.min(ttlSeconds, left));
 }
 

@@ -152,8 +152,10 @@ export class S3BlobStore implements BlobStore {
       ResponseContentType: o.contentType,
       ResponseContentDisposition: contentDisposition(o.fileName, dispositionFor(o.contentType)),
     });
-    const url = await getSignedUrl(this.presigner, command, { expiresIn: o.expiresInSeconds });
-    return { url, expiresAt: new Date(Date.now() + o.expiresInSeconds * 1000) };
+    // S3 counts from X-Amz-Date, a whole second: the expiry reported is the one S3 enforces.
+    const signingDate = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const url = await getSignedUrl(this.presigner, command, { expiresIn: o.expiresInSeconds, signingDate });
+    return { url, expiresAt: new Date(signingDate.getTime() + o.expiresInSeconds * 1000) };
   }
 
   async delete(hash: string): Promise<void> {

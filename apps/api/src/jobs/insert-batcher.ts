@@ -16,9 +16,16 @@ export interface NewJobRow {
   requestHash: string | null;
   idempotencyExpiresAt: Date;
   maxQueued: number;
+  /** The assets the workflow references (lower-case ids), already checked to be the account's. */
+  assetIds?: string[];
 }
 
-export type InsertResult = { kind: 'created'; job: Job } | { kind: 'queue_full' } | { kind: 'key_taken' } | { kind: 'id_taken' };
+export type InsertResult =
+  | { kind: 'created'; job: Job }
+  | { kind: 'queue_full' }
+  | { kind: 'key_taken' }
+  | { kind: 'id_taken' }
+  | { kind: 'missing_asset'; assetIds: string[] };
 
 const MAX_BATCH = 200;
 
@@ -87,14 +94,23 @@ export class InsertBatcher {
         request_hash: r.requestHash,
         idem_expires_at: r.idempotencyExpiresAt.toISOString(),
         max_queued: r.maxQueued,
+        asset_ids: r.assetIds ?? [],
       })),
     );
-    const out = await this.db.$queryRaw<(Record<string, unknown> & { i: number; has_room: boolean; id_free: boolean; created: boolean })[]>`
+    const out = await this.db.$queryRaw<(Record<string, unknown> & { i: number; has_room: boolean; id_free: boolean; missing: string[]; created: boolean })[]>`
       WITH input AS (
         SELECT * FROM json_to_recordset(${input}::json) AS x(
           i int, id uuid, account_id uuid, workflow jsonb, output_nodes text[], source text, client_id text,
           deployment_id text, expires_at timestamptz, queue_deadline_at timestamptz, idem_key text,
-          request_hash text, idem_expires_at timestamptz, max_queued int)
+          request_hash text, idem_expires_at timestamptz, max_queued int, asset_ids uuid[])
+      ), held AS MATERIALIZED (
+        -- The assets the jobs use, share-locked until this batch commits. A deletion locks its
+        -- asset before it looks for live jobs using it: it waits for this batch and sees its jobs,
+        -- or this waits for the deletion and finds the asset gone. Never a job without its asset.
+        SELECT a.id, a.account_id FROM assets a
+        WHERE a.id = ANY (ARRAY(SELECT unnest(asset_ids) FROM input))
+          AND (a.expires_at IS NULL OR a.expires_at > now())
+        FOR SHARE
       ), counts AS (
         -- Each account's queue counts (kept by triggers on jobs), locked until this batch commits:
         -- batches of one account, from any replica, check the queue limit one after another, and
@@ -106,8 +122,12 @@ export class InsertBatcher {
         RETURNING account_id, waiting + handed AS queued
       ), ranked AS (
         SELECT input.*, coalesce(c.queued, 0) + row_number() OVER (PARTITION BY input.account_id ORDER BY input.i) <= input.max_queued AS has_room,
-               taken.id IS NULL AS id_free
+               taken.id IS NULL AS id_free, refs.missing
         FROM input LEFT JOIN counts c ON c.account_id = input.account_id
+        LEFT JOIN LATERAL (
+          SELECT coalesce(array_agg(want.id) FILTER (WHERE h.id IS NULL), '{}') AS missing
+          FROM unnest(input.asset_ids) AS want(id) LEFT JOIN held h ON h.id = want.id AND h.account_id = input.account_id
+        ) refs ON true
         -- One primary-key probe per row. Written as NOT EXISTS, the planner (guessing 100 input
         -- rows) hashed the ids of the whole jobs table instead, on every batch. OFFSET 0 keeps the
         -- lookup from being flattened into a join it could plan the same way.
@@ -115,23 +135,24 @@ export class InsertBatcher {
       ), idem AS (
         INSERT INTO idempotency_records (account_id, key, request_hash, job_id, expires_at)
         SELECT account_id, idem_key, request_hash, id, idem_expires_at FROM ranked
-        WHERE has_room AND id_free AND idem_key IS NOT NULL
+        WHERE has_room AND id_free AND cardinality(missing) = 0 AND idem_key IS NOT NULL
         ON CONFLICT (account_id, key) DO NOTHING
         RETURNING job_id
       ), job AS (
         INSERT INTO jobs (id, account_id, workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at)
         SELECT id, account_id, workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at FROM ranked
-        WHERE has_room AND id_free AND (idem_key IS NULL OR id IN (SELECT job_id FROM idem))
+        WHERE has_room AND id_free AND cardinality(missing) = 0 AND (idem_key IS NULL OR id IN (SELECT job_id FROM idem))
         RETURNING ${jobColumns()}
       )
-      SELECT r.i, r.has_room, r.id_free, job.id IS NOT NULL AS created, job.*
+      SELECT r.i, r.has_room, r.id_free, r.missing::text[] AS missing, job.id IS NOT NULL AS created, job.*
       FROM ranked r LEFT JOIN job ON job.id = r.id
       ORDER BY r.i`;
     return out.map((row) => {
       if (row.created) {
-        const { i: _i, has_room: _h, id_free: _f, created: _c, ...jobRow } = row;
+        const { i: _i, has_room: _h, id_free: _f, missing: _m, created: _c, ...jobRow } = row;
         return { kind: 'created', job: jobFromRow(jobRow) };
       }
+      if (row.missing.length > 0) return { kind: 'missing_asset', assetIds: row.missing };
       if (!row.has_room) return { kind: 'queue_full' };
       if (!row.id_free) return { kind: 'id_taken' };
       return { kind: 'key_taken' };

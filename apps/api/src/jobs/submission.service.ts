@@ -4,7 +4,7 @@ import { notExpired } from '#libs/assets';
 import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
 import type { Account, Db, Deployment, Job } from '#libs/db';
-import { assetRefIds, validateWorkflow, workflowFormat, type ApiWorkflow, type NodeDefinitions, type ValidationOutcome } from '#libs/workflow';
+import { assetRefIds, isAssetRef, validateWorkflow, workflowFormat, type ApiWorkflow, type NodeDefinitions, type ValidationOutcome } from '#libs/workflow';
 import { CONFIG, DB } from '../core/tokens.js';
 import { InsertBatcher, type NewJobRow } from './insert-batcher.js';
 import { JobPipeline } from './job-pipeline.js';
@@ -35,6 +35,27 @@ const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 /** The same answer whoever's job holds the id: it says the id is in use, nothing about the job. */
 const idTaken = () => ApiError.invalid('A job with this prompt_id already exists.');
 
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function isUpperCaseAssetRef(value: unknown): value is { info: { id: string } } {
+  return isAssetRef(value) && UUID.test(value.info.id) && value.info.id !== value.info.id.toLowerCase();
+}
+
+/**
+ * The workflow with its asset ids spelled as the database spells them (lower case), as the asset
+ * routes accept either: the worker looks its inputs up by that spelling, and a deletion finds the
+ * live jobs using an asset by it. Copied only when a reference needs it.
+ */
+function lowerCaseAssetIds(workflow: ApiWorkflow): ApiWorkflow {
+  const needed = Object.values(workflow).some((node) => Object.values(node.inputs ?? {}).some(isUpperCaseAssetRef));
+  if (!needed) return workflow;
+  const copy = structuredClone(workflow);
+  for (const node of Object.values(copy)) {
+    for (const value of Object.values(node.inputs ?? {})) if (isUpperCaseAssetRef(value)) value.info.id = value.info.id.toLowerCase();
+  }
+  return copy;
+}
 
 /** A canonical JSON text: the same workflow gives the same hash whatever its key order. */
 function canonical(value: unknown): string {
@@ -96,8 +117,10 @@ export class SubmissionService {
       throw new ApiError('forbidden', 'This account is not allowed to run jobs.');
     }
     if (req.deployment) this.checkDeployment(req.deployment, req.workflow);
-    const { workflow, outputs } = await this.validate(req.workflow);
-    await this.checkAssets(account, workflow);
+    const validated = await this.validate(req.workflow);
+    const workflow = lowerCaseAssetIds(validated.workflow);
+    const outputs = validated.outputs;
+    const assetIds = await this.checkAssets(account, workflow);
     if (account.creditBalance <= 0n) throw new ApiError('insufficient_credits', 'The account has no credits left.');
 
     const jobId = req.jobId ?? randomUUID();
@@ -124,6 +147,7 @@ export class SubmissionService {
       requestHash: keyed?.hash ?? null,
       idempotencyExpiresAt: new Date(now + IDEMPOTENCY_TTL_MS),
       maxQueued: account.maxQueuedJobs,
+      assetIds,
     };
     let job: Job | null = null;
     let ours = true;
@@ -131,7 +155,10 @@ export class SubmissionService {
       for (let attempt = 0; attempt < 2 && !job; attempt++) {
         const result = await this.batcher.insert(row);
         if (result.kind === 'created') job = result.job;
-        else if (result.kind === 'queue_full') {
+        else if (result.kind === 'missing_asset') {
+          // Deleted since checkAssets: the insert holds the assets it finds, so the job never runs without one.
+          throw new ApiError('missing_asset', 'The workflow references assets that do not exist.', { asset_ids: result.assetIds });
+        } else if (result.kind === 'queue_full') {
           throw ApiError.retryAfter('queue_full', `The account already has ${account.maxQueuedJobs} queued jobs, its limit.`, 10);
         } else if (result.kind === 'id_taken') {
           // Taken since the check above: what the vault holds under this id is the other job's.
@@ -176,11 +203,14 @@ export class SubmissionService {
     return record.job;
   }
 
-  private async checkAssets(account: Account, workflow: ApiWorkflow): Promise<void> {
+  /**
+   * The ids of the assets the workflow references, once each is found to be the account's. Only a
+   * first look: the insert checks them again under a lock (InsertBatcher), against deletions.
+   */
+  private async checkAssets(account: Account, workflow: ApiWorkflow): Promise<string[]> {
     const ids = assetRefIds(workflow);
-    if (ids.length === 0) return;
-    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-    const valid = ids.filter((id) => uuid.test(id));
+    if (ids.length === 0) return [];
+    const valid = ids.filter((id) => UUID.test(id));
     const found = await this.db.asset.findMany({
       where: { id: { in: valid }, accountId: account.id, ...notExpired() },
       select: { id: true },
@@ -190,6 +220,7 @@ export class SubmissionService {
     if (missing.length > 0) {
       throw new ApiError('missing_asset', 'The workflow references assets that do not exist.', { asset_ids: missing });
     }
+    return ids;
   }
 
   /** A deployment takes submissions only when ready, and only of its pinned structure. */

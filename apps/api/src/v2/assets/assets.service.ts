@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
-import { blobSurvived, notExpired, createAssetRecord, deleteAssetsAndOrphanBlobs, discardUnrecordedBytes, guessContentType, recordUploadedAsset, validateFilePath } from '#libs/assets';
+import { blobSurvived, notExpired, createAssetRecord, deleteAssetsAndOrphanBlobs, deleteAssetUnlessInUse, discardUnrecordedBytes, guessContentType, recordUploadedAsset, validateFilePath } from '#libs/assets';
 import type { Config } from '#libs/config';
 import { ApiError, isStorableText, type AssetView } from '#libs/contracts';
 import type { Asset, Db } from '#libs/db';
@@ -40,6 +40,15 @@ function checkContentType(value: string | undefined, fallback: string): string {
   if (value === undefined || value === '') return fallback;
   if (!isMediaType(value)) throw ApiError.invalid('content_type must be a media type such as image/png.');
   return value;
+}
+
+/**
+ * The file part's own Content-Type, when it says something: browsers send whatever they like there,
+ * so anything that is not a media type falls back to the guess from the file name, not a 400.
+ */
+function partContentType(mimeType: string | undefined): string | undefined {
+  if (!mimeType || mimeType === 'application/octet-stream' || !isMediaType(mimeType)) return undefined;
+  return mimeType;
 }
 
 function checkFilePath(value: string): string {
@@ -91,7 +100,7 @@ export class AssetsService {
       }
     }
     const filePath = checkFilePath(upload.filePath || upload.fileName || 'upload.bin');
-    const contentType = checkContentType(upload.contentType, upload.mimeType && upload.mimeType !== 'application/octet-stream' ? upload.mimeType : guessContentType(filePath));
+    const contentType = checkContentType(upload.contentType, partContentType(upload.mimeType) ?? guessContentType(filePath));
     // An expired record answers 404 and does not count: to the caller these bytes are new again.
     const hadBefore = await this.db.asset.count({
       where: { accountId: account.id, blobHash: stored.hash, ...notExpired() },
@@ -145,10 +154,14 @@ export class AssetsService {
     const filePath = body.file_path === undefined ? existing.filePath : checkFilePath(body.file_path);
     const contentType = checkContentType(body.content_type as string | undefined, body.file_path === undefined ? existing.contentType : guessContentType(filePath));
     // Any of the caller's records may be the identical one, not only the oldest. A record asked to
-    // expire is never identical: its deadline counts from now.
+    // expire is never identical: its deadline counts from now. Nor is a record that expires, or a
+    // job's output (it goes with its job), to a caller asking for a permanent one.
     const identical =
       expiresIn === undefined
-        ? await this.db.asset.findFirst({ where: { ...mine, filePath, contentType, tags: { equals: tags } }, orderBy: { createdAt: 'asc' } })
+        ? await this.db.asset.findFirst({
+            where: { accountId: account.id, blobHash: hash, expiresAt: null, jobId: null, filePath, contentType, tags: { equals: tags } },
+            orderBy: { createdAt: 'asc' },
+          })
         : null;
     if (identical) return { view: await this.view(identical, existing.blob.sizeBytes, false, request), createdNew: false };
     const asset = await createAssetRecord(this.db, {
@@ -184,11 +197,8 @@ export class AssetsService {
 
   async remove(account: { id: string }, id: string): Promise<void> {
     const asset = await this.find(account, id);
-    const live = await this.db.$queryRaw<{ n: bigint }[]>`
-      SELECT count(*) AS n FROM jobs WHERE account_id = ${account.id}::uuid
-      AND status IN ('queued', 'running', 'canceling') AND workflow::text LIKE ${'%' + asset.id + '%'}`;
-    if (Number(live[0]?.n ?? 0) > 0) throw new ApiError('asset_in_use', 'A job that has not finished uses this asset.');
-    await deleteAssetsAndOrphanBlobs(this.db, this.store, [asset.id]);
+    // Throws asset_in_use while a live job uses it; false: a concurrent delete took it first.
+    if (!(await deleteAssetUnlessInUse(this.db, this.store, asset))) throw ApiError.notFound('asset');
   }
 
   async signedUrl(asset: Asset, request: FastifyRequest): Promise<{ url: string; expiresAt: Date }> {

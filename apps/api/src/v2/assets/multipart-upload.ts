@@ -34,6 +34,12 @@ export async function readMultipartUpload(
           if (part.fieldname === fileField) throw ApiError.invalid(`Send exactly one "${fileField}" part.`);
           continue;
         }
+        // At the limit busboy passes no more bytes on, but it would read the rest of the body, up
+        // to the whole declared length, before the stream ends: refuse at once instead. (A limit
+        // smaller than the stream's buffer may have been reached already.)
+        const refuse = () => part.file.destroy(tooLarge());
+        if (part.file.truncated) refuse();
+        else part.file.once('limit', refuse);
         let stored: StoredBlob;
         try {
           stored = await store(part.file);
@@ -59,6 +65,14 @@ export async function readMultipartUpload(
   }
   if (!upload) throw ApiError.invalid(`The multipart body has no "${fileField}" file part.`);
   return { ...upload, fields };
+}
+
+/**
+ * The answer to a file over the limit, sent while the client may still be sending: the connection
+ * closes after it, so the rest of the body is never read.
+ */
+function tooLarge(): ApiError {
+  return new ApiError('payload_too_large', 'The file is larger than the upload limit.', undefined, { connection: 'close' });
 }
 
 function multipartError(err: unknown): unknown {
