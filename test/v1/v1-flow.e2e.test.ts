@@ -42,6 +42,17 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     expect(theirs.body.KSampler.input.required.steps[0]).toBe('INT');
   });
 
+  it('records an upload\'s own type only when it is a media type, else the one its name implies', async () => {
+    const png = testPng(5, 5, 9);
+    const form = new FormData();
+    form.append('image', new Blob([png], { type: 'garbage' }), 'odd.png');
+    const reply = await fetch(`${world.url}/api/upload/image`, { method: 'POST', headers: { 'x-api-key': a.key }, body: form });
+    expect(reply.status).toBe(200);
+    const { name } = (await reply.json()) as { name: string };
+    const asset = await world.stack.db.asset.findFirstOrThrow({ where: { filePath: name } });
+    expect(asset.contentType).toBe('image/png');
+  });
+
   it('runs a prompt and streams the engine messages in the engine order through execution_success', async () => {
     const prompt = {
       ...textToImage(3),

@@ -9,7 +9,7 @@ import type { BlobStore, StoredBlob } from '#libs/storage';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { BLOB_STORE, CONFIG } from '../core/tokens.js';
 import { RateLimitGuard } from '../limits/index.js';
-import { AssetsService } from '../v2/assets/assets.service.js';
+import { AssetsService, partContentType } from '../v2/assets/assets.service.js';
 import { lastField, readMultipartUpload } from '../v2/assets/multipart-upload.js';
 import { uploadExtension } from './files/file-names.js';
 import { V1Files } from './files/v1-files.service.js';
@@ -57,7 +57,7 @@ export class V1UploadsController {
     const discard = (stored: StoredBlob) => this.assets.discardUnrecorded(stored);
     const upload = await readMultipartUpload(request, 'image', (stream) => this.assets.storeBytes(stream), discard);
     const extension = uploadExtension(upload.fileName, upload.mimeType);
-    const contentType = upload.mimeType && upload.mimeType !== 'application/octet-stream' ? upload.mimeType : guessContentType(`x${extension}`);
+    const contentType = partContentType(upload.mimeType) ?? guessContentType(`x${extension}`);
     const { asset, name, created } = await this.files.recordUpload(account.id, upload.stored, extension, contentType).catch(async (err: unknown) => {
       await discard(upload.stored);
       throw err;

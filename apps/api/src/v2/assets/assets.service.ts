@@ -46,7 +46,7 @@ function checkContentType(value: string | undefined, fallback: string): string {
  * The file part's own Content-Type, when it says something: browsers send whatever they like there,
  * so anything that is not a media type falls back to the guess from the file name, not a 400.
  */
-function partContentType(mimeType: string | undefined): string | undefined {
+export function partContentType(mimeType: string | undefined): string | undefined {
   if (!mimeType || mimeType === 'application/octet-stream' || !isMediaType(mimeType)) return undefined;
   return mimeType;
 }
