@@ -19,19 +19,40 @@ export interface NewAsset {
   expiresAt?: Date | null;
 }
 
-/** A new asset over bytes already recorded and referenced (a copy of an existing asset). */
-export function createAssetRecord(db: Db, a: NewAsset): Promise<Asset> {
-  return db.asset.create({
-    data: {
-      accountId: a.accountId,
-      blobHash: a.blobHash,
-      filePath: a.filePath,
-      contentType: a.contentType,
-      tags: a.tags ?? [],
-      jobId: a.jobId ?? null,
-      expiresAt: a.expiresAt ?? null,
-    },
-  });
+/**
+ * A new asset over bytes already recorded and referenced (a copy of an existing asset), or null
+ * when a deletion took the blob meanwhile. Under the blob's lock, as uploads record theirs.
+ */
+export async function createAssetRecord(db: Db, a: NewAsset): Promise<Asset | null> {
+  try {
+    const [, asset] = await db.$transaction([
+      lockBlob(db, a.blobHash),
+      db.asset.create({
+        data: {
+          accountId: a.accountId,
+          blobHash: a.blobHash,
+          filePath: a.filePath,
+          contentType: a.contentType,
+          tags: a.tags ?? [],
+          jobId: a.jobId ?? null,
+          expiresAt: a.expiresAt ?? null,
+        },
+      }),
+    ]);
+    return asset;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'P2003') return null; // the blob row is gone
+    throw err;
+  }
+}
+
+/**
+ * Runs a statement that records an asset over freshly stored bytes under the blob's lock (see
+ * recordUploadedAsset for why); for the worker's output records.
+ */
+export async function underBlobLock<T>(db: Db, hash: string, statement: Prisma.PrismaPromise<T>): Promise<T> {
+  const [, result] = await db.$transaction([lockBlob(db, hash), statement]);
+  return result;
 }
 
 /**
@@ -55,13 +76,14 @@ export function blobRow(stored: StoredBlob): Prisma.Sql {
  */
 export async function recordUploadedAsset(db: Db, stored: StoredBlob, a: Omit<NewAsset, 'blobHash'>): Promise<Asset> {
   const id = randomUUID();
-  await db.$transaction([
-    lockBlob(db, stored.hash),
+  await underBlobLock(
+    db,
+    stored.hash,
     db.$executeRaw`
       WITH ${blobRow(stored)}
       INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at)
       VALUES (${id}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null})`,
-  ]);
+  );
   return db.asset.findUniqueOrThrow({ where: { id } });
 }
 

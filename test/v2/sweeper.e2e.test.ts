@@ -73,7 +73,7 @@ describe('sweeper', () => {
 
     expect(report).toMatchObject({ purgedJobs: total, purgedAssets: 3 });
     expect(await db().job.findMany({ select: { id: true } })).toEqual([{ id: kept.id }]);
-    expect(await db().asset.findMany({ select: { id: true } })).toEqual([{ id: upload.id }]);
+    expect(await db().asset.findMany({ select: { id: true } })).toEqual([{ id: upload!.id }]);
     expect(await db().blob.findMany({ select: { hash: true } })).toEqual([{ hash: shared }]);
     expect(await store.has(orphaned)).toBe(false);
     expect(await store.has(shared)).toBe(true);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { blobRow, blobSurvived } from '#libs/assets';
+import { blobRow, blobSurvived, underBlobLock } from '#libs/assets';
 import type { Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import type { JobEventLog } from '#libs/jobs';
@@ -78,16 +78,21 @@ export class OutputStore {
 
     const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : contentTypeFor(name, reportedType);
     const type = outputType(output.key, name, contentType);
-    // Blob, asset and job output in one statement: all three exist, or none does.
+    // Blob, asset and job output in one statement: all three exist, or none does. Under the blob's
+    // lock: a deletion of the same bytes' last record then cannot fail on this reference.
     const assetId = randomUUID();
-    await this.db.$executeRaw`
+    await underBlobLock(
+      this.db,
+      stored.hash,
+      this.db.$executeRaw`
       WITH ${blobRow(stored)}, asset AS (
         INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at)
         VALUES (${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt})
         RETURNING id
       )
       INSERT INTO job_outputs (job_id, asset_id, node_id, type, engine_key, engine_type, name)
-      SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`;
+      SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`,
+    );
     // The same bytes, stored by another job or upload, may have been deleted by retention between
     // the write and the record above; the engine still has them, so they are written again.
     if (!(await blobSurvived(this.db, this.store, stored.hash))) await putBytes();

@@ -172,6 +172,8 @@ export class AssetsService {
       tags,
       expiresAt: expiresIn ? new Date(Date.now() + expiresIn * 1000) : null,
     });
+    // The last record of these bytes was deleted, with them, since the look-up above.
+    if (!asset) throw new ApiError('blob_not_found', 'No blob with this hash is available to you.');
     return { view: await this.view(asset, existing.blob.sizeBytes, true, request), createdNew: true };
   }
 
