@@ -43,6 +43,7 @@ const NOT_TENANT_SCOPED: Record<string, string> = {
   'HEAD /api/system_stats': 'static shape, no host facts',
   'GET /api/embeddings': "the engines' embedding names, the same for everyone",
   'HEAD /api/embeddings': "the engines' embedding names",
+  'POST /api/free': 'accepted and ignored: no caller may empty the shared engines',
   'GET /api/extensions': 'always empty: the service serves no front end',
   'HEAD /api/extensions': 'always empty',
   'GET /api/models': "the engines' model folders, the same for everyone",
