@@ -37,6 +37,11 @@ export type ValidationOutcome =
       nodeErrors: Record<string, { class_type: string; problems: NodeProblem[]; dependent_outputs: string[] }>;
       /** The node a prompt-level problem is about: the engine names it only in `details`. */
       node?: { id: string; field: string };
+      /**
+       * When some outputs validate: those outputs and the nodes they need. The engine runs them
+       * and reports the others' errors with its 200; v1 does the same, v2 refuses the workflow.
+       */
+      runnable?: { workflow: ApiWorkflow; outputs: string[] };
     };
 
 const MAX_NODES = 5_000;
@@ -199,9 +204,25 @@ export function validateWorkflow(workflow: unknown, defs: NodeDefinitions): Vali
   }
   if (Object.keys(nodeErrors).length > 0) {
     const details = Object.values(nodeErrors).flatMap((e) => e.problems.map((p) => `${p.message}: ${p.details}`)).join('\n');
-    return { ok: false, error: { type: 'prompt_outputs_failed_validation', message: 'Prompt outputs failed validation', details }, nodeErrors };
+    const failed = new Set(Object.values(nodeErrors).flatMap((e) => e.dependent_outputs));
+    const good = outputs.filter((o) => !failed.has(o));
+    const error: WorkflowProblem = { type: 'prompt_outputs_failed_validation', message: 'Prompt outputs failed validation', details };
+    return { ok: false, error, nodeErrors, ...(good.length > 0 ? { runnable: { workflow: neededBy(good, wf, links), outputs: good } } : {}) };
   }
   return { ok: true, outputs };
+}
+
+/** The nodes `outputs` need, themselves included, following the links validation found. */
+function neededBy(outputs: string[], wf: ApiWorkflow, links: Map<string, Link[]>): ApiWorkflow {
+  const needed: ApiWorkflow = {};
+  const stack = [...outputs];
+  while (stack.length > 0) {
+    const id = stack.pop()!;
+    if (Object.hasOwn(needed, id)) continue;
+    needed[id] = wf[id]!;
+    for (const link of links.get(id) ?? []) stack.push(link.source);
+  }
+  return needed;
 }
 
 interface Link {

@@ -293,4 +293,26 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     expect(unknown.body.error.code).toBe('not_found');
     expect((await call(world.api.url + '/api/models')).status).toBe(401);
   });
+
+  it('runs the outputs that validate and answers the others\' errors with the 200, as the engine does', async () => {
+    const prompt = {
+      '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+      '2': { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'partial' } },
+      '3': { class_type: 'ImageInvert', inputs: {} },
+      '4': { class_type: 'PreviewImage', inputs: { images: ['3', 0] } },
+    };
+    const reply = await world.post(a.key, '/api/prompt', { prompt });
+    expect(reply.status).toBe(200);
+    expect(reply.body.node_errors).toEqual({
+      '3': { errors: [expect.objectContaining({ type: 'required_input_missing', details: 'image' })], dependent_outputs: ['4'], class_type: 'ImageInvert' },
+    });
+    const id = reply.body.prompt_id as string;
+    expect(await world.waitStatus(a.key, id, ['success'])).toBe('success');
+    const history = (await world.get(a.key, `/api/history/${id}`)).body[id];
+    expect(Object.keys(history.outputs)).toEqual(['2']);
+    expect(history.prompt[4]).toEqual(['2']);
+    // With no output left to run, the prompt is refused as before.
+    const none = await world.post(a.key, '/api/prompt', { prompt: { '3': prompt['3'], '4': prompt['4'] } });
+    expect([none.status, none.body.error.type]).toEqual([400, 'prompt_outputs_failed_validation']);
+  });
 });

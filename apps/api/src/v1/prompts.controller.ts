@@ -123,6 +123,7 @@ export class V1PromptsController {
     }
     const deployment = await this.deployments.resolve(http, account);
     let job: Job;
+    let nodeErrors: Record<string, unknown> = {};
     try {
       // As on v2, a deployment's state and pinned structure come before the engine's validation.
       if (deployment) this.submissions.checkDeployment(deployment, request.prompt);
@@ -130,9 +131,11 @@ export class V1PromptsController {
       const workflow = await this.files.resolveWorkflow(account.id, request.prompt, defs);
       // File inputs list only the caller's own files: another account's name fails like an unknown one.
       const outcome = validateWorkflow(workflow, this.files.accountDefinitions(defs, await this.files.uploadedNames(account.id)));
-      if (!outcome.ok) return bad(toEngineErrorBody(outcome));
+      // As the engine: the outputs that validate run, and the others' errors come with the 200.
+      if (!outcome.ok && !outcome.runnable) return bad(toEngineErrorBody(outcome));
+      if (!outcome.ok) nodeErrors = toEngineErrorBody(outcome).node_errors;
       ({ job } = await this.submissions.submit(account, {
-        workflow,
+        workflow: outcome.ok ? workflow : outcome.runnable!.workflow,
         extraData: request.extraData,
         source: 'v1',
         clientId: request.clientId,
@@ -144,7 +147,7 @@ export class V1PromptsController {
       if (refused) return bad(refused);
       throw err;
     }
-    return { prompt_id: job.id, number: Number(job.number), node_errors: {} };
+    return { prompt_id: job.id, number: Number(job.number), node_errors: nodeErrors };
   }
 
   @Get('prompt')
