@@ -89,6 +89,12 @@ function findUnstorableString(workflow: Record<string, unknown>): string | null 
   return null;
 }
 
+/** The choices of a list input's definition entry (`[["a","b"], {...}]`, `["COMBO", {options}]`), or null for any other. */
+export function inputChoices(entry: unknown): unknown[] | null {
+  const { type, choices } = inputSpec(entry);
+  return type === 'COMBO' ? (choices ?? []) : null;
+}
+
 /** Input type and options from a definition entry: `["INT", {...}]`, `[["a","b"], {...}]`, `["COMBO", {options}]`. */
 function inputSpec(entry: unknown): { type: string; choices: unknown[] | null; options: Record<string, unknown> } {
   const [first, second] = Array.isArray(entry) ? entry : [entry];

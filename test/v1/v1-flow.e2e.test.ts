@@ -315,4 +315,21 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     const none = await world.post(a.key, '/api/prompt', { prompt: { '3': prompt['3'], '4': prompt['4'] } });
     expect([none.status, none.body.error.type]).toEqual([400, 'prompt_outputs_failed_validation']);
   });
+
+  it('takes a cached output from an earlier job of the same account only, or from the engine\'s own model files', async () => {
+    const prompt = textToImage(2, 48);
+    const cached = async (who: { key: string }, socket: V1Socket, clientId: string) => {
+      const id = await world.prompt(who.key, prompt, { client_id: clientId });
+      await socket.ended(id);
+      expect(await world.waitStatus(who.key, id, ['success'])).toBe('success');
+      return (socket.texts(id).find((m) => m.type === 'execution_cached')!.data.nodes as string[]).sort();
+    };
+    await cached(a, legacy, 'client-a1');
+    // The same account again: everything comes from the cache.
+    expect(await cached(a, legacy, 'client-a1')).toEqual(Object.keys(prompt).sort());
+    // Another account, the same prompt: only the checkpoint, a file the engine lists for everyone.
+    // Anything more would tell it what the job before its own asked for.
+    expect(await cached(b, other, 'client-b')).toEqual(['4']);
+    expect(prompt['4'].class_type).toBe('CheckpointLoaderSimple');
+  });
 });

@@ -17,6 +17,8 @@ import {
 import { jobExecutionObserved, queueWaitObserved } from '#libs/metrics';
 import type { BlobStore } from '#libs/storage';
 import type { ProgressView } from '#libs/contracts';
+import type { NodeDefinitions } from '#libs/workflow';
+import { scopeEngineCache } from './cache-scope.js';
 import { stageInputs, StagingError, type ApiWorkflow } from './input-staging.js';
 import { OutputStore, OutputStoreError, type StoredOutput } from './output-store.js';
 import { PromptWatch } from './prompt-watch.js';
@@ -38,6 +40,8 @@ export interface RunnerDeps {
   config: Config;
   workerId: string;
   log: Log;
+  /** The engine's node definitions as last read, null before the first read. */
+  definitions: () => NodeDefinitions | null;
 }
 
 // Once the engine has finished a job, the time its outputs may still take to store past the run
@@ -170,7 +174,7 @@ export class JobRunner {
     let staged: ApiWorkflow;
     try {
       this.stage = 'staging';
-      staged = await stageInputs(workflow, job.accountId, db, store, engine);
+      staged = await stageInputs(scopeEngineCache(workflow, job.accountId, this.d.definitions()), job.accountId, db, store, engine);
     } catch (err) {
       if (err instanceof StagingError) return { outcome: { status: 'failed', error: { code: 'missing_asset', message: err.message } } };
       return { handBack: `Could not stage inputs on the engine: ${(err as Error).message}` };

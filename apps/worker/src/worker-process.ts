@@ -4,6 +4,7 @@ import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import type { Config } from '#libs/config';
+import type { NodeDefinitions } from '#libs/workflow';
 import { createPrismaClient, type Db } from '#libs/db';
 import { EngineClient, EngineSocket } from '#libs/engine-protocol';
 import {
@@ -84,6 +85,7 @@ export class WorkerProcess {
   private healthPort = 0;
   private state: WorkerState = 'starting';
   private engineReady = false;
+  private definitions: NodeDefinitions | null = null;
   private timers: NodeJS.Timeout[] = [];
   private stopping = false;
 
@@ -126,6 +128,7 @@ export class WorkerProcess {
       config,
       workerId: this.id,
       log: this.log,
+      definitions: () => this.definitions,
     });
     this.subscriber.on('message', (_channel, jobId: string) => this.runner.cancel(jobId));
     void this.subscriber.subscribe(keys.cancelChannel).catch(() => undefined);
@@ -176,6 +179,7 @@ export class WorkerProcess {
     if (!this.engineReady) return;
     const keys = jobKeys(this.config.redisPrefix);
     const definitions = await this.engine.objectInfo();
+    this.definitions = definitions;
     if (await publishEngineReport(this.redis, keys.nodeDefinitions, definitions)) {
       this.log('info', 'published node definitions', { classes: Object.keys(definitions).length });
     }
