@@ -6,6 +6,7 @@ import { ApiError } from '#libs/contracts';
 import type { Account, Db, Deployment, Job } from '#libs/db';
 import { assetRefIds, isAssetRef, validateWorkflow, workflowFormat, type ApiWorkflow, type NodeDefinitions, type ValidationOutcome } from '#libs/workflow';
 import { CONFIG, DB } from '../core/tokens.js';
+import { isUuid } from '../http/uuid.pipe.js';
 import { InsertBatcher, type NewJobRow } from './insert-batcher.js';
 import { JobPipeline } from './job-pipeline.js';
 import { checkPinnedStructure } from './deployment-rules.js';
@@ -36,10 +37,8 @@ const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 const idTaken = () => ApiError.invalid('A job with this prompt_id already exists.');
 
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 function isUpperCaseAssetRef(value: unknown): value is { info: { id: string } } {
-  return isAssetRef(value) && UUID.test(value.info.id) && value.info.id !== value.info.id.toLowerCase();
+  return isAssetRef(value) && isUuid(value.info.id) && value.info.id !== value.info.id.toLowerCase();
 }
 
 /**
@@ -210,7 +209,7 @@ export class SubmissionService {
   private async checkAssets(account: Account, workflow: ApiWorkflow): Promise<string[]> {
     const ids = assetRefIds(workflow);
     if (ids.length === 0) return [];
-    const valid = ids.filter((id) => UUID.test(id));
+    const valid = ids.filter(isUuid);
     const found = await this.db.asset.findMany({
       where: { id: { in: valid }, accountId: account.id, ...notExpired() },
       select: { id: true },

@@ -123,7 +123,9 @@ export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
     const charge: LocalCharge = { cents: BigInt(cents), written: false };
     const cached = this.accounts.get(accountId)?.account;
     if (cached) cached.creditBalance -= charge.cents;
-    this.charges.set(accountId, [...(this.charges.get(accountId) ?? []), charge]);
+    const pending = this.charges.get(accountId);
+    if (pending) pending.push(charge);
+    else this.charges.set(accountId, [charge]);
     return (written) => {
       if (!written) {
         const current = this.accounts.get(accountId)?.account;

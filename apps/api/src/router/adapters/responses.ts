@@ -32,14 +32,17 @@ function errorCode(parsed: unknown): unknown {
  * with 200 is no result of a JSON model.
  */
 export function successOrGarbage(res: UpstreamResponse, model: UpstreamModel): GenerationResult {
-  const garbage = errorResult('provider_error', 'The provider answered with a result the router cannot interpret.');
   if (res.body.length === 0) return errorResult('provider_error', 'The provider answered with an empty result.');
   if (isJsonContentType(res.contentType) || res.contentType === '') {
-    if (parseJson(res.body) === undefined) return garbage;
+    if (parseJson(res.body) === undefined) return uninterpretable();
     return successResult(res.contentType || 'application/json', res.body);
   }
-  if (!declaresResultType(model.resultTypes, res.contentType)) return garbage;
+  if (!declaresResultType(model.resultTypes, res.contentType)) return uninterpretable();
   return successResult(res.contentType, res.body);
+}
+
+function uninterpretable(): GenerationResult {
+  return errorResult('provider_error', 'The provider answered with a result the router cannot interpret.');
 }
 
 function declaresResultType(declared: readonly string[], contentType: string): boolean {

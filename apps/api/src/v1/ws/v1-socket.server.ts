@@ -116,10 +116,10 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
       await stream.close();
       return;
     }
-    this.wss.handleUpgrade(request, socket, head, (ws) => this.attach(ws, account, sid, stream));
+    this.wss.handleUpgrade(request, socket, head, (ws) => this.attach(ws, account, sid, sid === given, stream));
   }
 
-  private attach(ws: WebSocket, account: Account, sid: string, stream: { refresh(): Promise<void>; close(): Promise<void> }): void {
+  private attach(ws: WebSocket, account: Account, sid: string, named: boolean, stream: { refresh(): Promise<void>; close(): Promise<void> }): void {
     const client = new ClientSocket(ws, sid);
     this.clients.add(client);
     let feed = this.feeds.get(account.id);
@@ -135,7 +135,8 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
         const remaining = await this.deps.queueRemaining(account.id);
         client.sendJson('status', { status: { exec_info: { queue_remaining: remaining } }, sid });
         // As the engine does: a client back while its prompt runs is told the node running now.
-        const node = await this.runningNode(account.id, sid);
+        // (A client that named no id has no prompt of its own to come back to.)
+        const node = named ? await this.runningNode(account.id, sid) : null;
         if (node) client.sendJson('executing', { node });
         if (ws.readyState === ws.OPEN) joined.sockets.add(client);
       } finally {
