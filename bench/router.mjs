@@ -7,7 +7,8 @@
 // partner. Then, at 1 and at 64 concurrent callers, sends the same call to the partner directly
 // and through the router (POST /v1/models/acme/flux-schnell), in BENCH_ROUNDS alternating rounds
 // (default 3), and prints p50/p99 of both and the difference: each round's, and the median over
-// the rounds. Before the rounds, BENCH_WARMUP_CALLS calls (default 5,000, at 64 callers) run the
+// the rounds. The 64-caller rounds run a second time with the partner's answer time spread over
+// BENCH_PROVIDER_SPREAD_MS more (default 10 ms), so that the callers do not move in step. Before the rounds, BENCH_WARMUP_CALLS calls (default 5,000, at 64 callers) run the
 // router's call path hot, as it is in a replica that has been serving. Needs PostgreSQL and Redis (DATABASE_ADMIN_URL, REDIS_URL; local defaults).
 //
 // It also prints the API's CPU time per routed call (user + system, from /proc). On a shared VM the
@@ -30,6 +31,8 @@ const DELAY_MS = Number(process.env.BENCH_PROVIDER_DELAY_MS ?? 50);
 const REQUESTS_SERIAL = Number(process.env.BENCH_REQUESTS_SERIAL ?? 300);
 const REQUESTS_PARALLEL = Number(process.env.BENCH_REQUESTS_PARALLEL ?? 6400);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+// The spread of the partner's answer time in the last set of rounds (see below).
+const SPREAD_MS = Number(process.env.BENCH_PROVIDER_SPREAD_MS ?? 10);
 const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SECRET = 'bench-router-secret-0123456789';
@@ -104,8 +107,8 @@ const routed = () => timedPost(`http://127.0.0.1:${apiPort}/v1/models/acme/flux-
 const pct = (sorted, p) => percentile(sorted, p / 100);
 const ms = (v) => v.toFixed(2).padStart(8);
 
-console.log(`\nRouter added latency (partner answers after ${DELAY_MS} ms; times in ms)\n`);
-console.log('callers  round  requests  direct p50  direct p99  router p50  router p99  added p50  added p99  API CPU/call');
+console.log(`\nRouter added latency (times in ms)\n`);
+console.log('partner     callers  round  requests  direct p50  direct p99  router p50  router p99  added p50  added p99  API CPU/call');
 // A router in service has run its call path hot for a long time; a fresh process has not. Without
 // this, the 1-caller rounds measure V8 compiling the call path (hundreds of optimizing compiles
 // still run during the first thousand calls), not the router.
@@ -113,11 +116,19 @@ const WARMUP_CALLS = Number(process.env.BENCH_WARMUP_CALLS ?? 5000);
 await measureCalls(routed, 64, WARMUP_CALLS, 0);
 await measureCalls(direct, 64, WARMUP_CALLS, 0);
 
+// With a partner that answers every call after exactly the same time, 64 callers in a closed loop
+// fall into step: each arrives with the other 63 in the same millisecond, every 50 ms, and waits
+// for their CPU time in the router before its own. Callers of a real service arrive independently
+// and a model takes a varying time, so the 64-caller rounds run twice: in step, and with the
+// partner's answer time spread over SPREAD_MS, which keeps callers from falling into step.
+const partnerLabel = (spread) => (spread > 0 ? `${DELAY_MS}-${DELAY_MS + spread} ms` : `${DELAY_MS} ms`);
 const summary = [];
-for (const [concurrency, total] of [
-  [1, REQUESTS_SERIAL],
-  [64, REQUESTS_PARALLEL],
+for (const [concurrency, total, spread] of [
+  [1, REQUESTS_SERIAL, 0],
+  [64, REQUESTS_PARALLEL, 0],
+  [64, REQUESTS_PARALLEL, SPREAD_MS],
 ]) {
+  partner.spreadMs = spread;
   const added = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const warmup = concurrency * 10;
@@ -129,13 +140,13 @@ for (const [concurrency, total] of [
     const row = { p50: pct(r, 50) - pct(d, 50), p99: pct(r, 99) - pct(d, 99), cpu: cpuPerCall };
     added.push(row);
     console.log(
-      `${String(concurrency).padStart(7)}  ${String(round).padStart(5)}  ${String(total).padStart(8)}  ${ms(pct(d, 50))}    ${ms(pct(d, 99))}    ${ms(pct(r, 50))}    ${ms(pct(r, 99))}   ${ms(row.p50)}   ${ms(row.p99)}   ${ms(row.cpu)}`,
+      `${partnerLabel(spread).padEnd(10)}  ${String(concurrency).padStart(7)}  ${String(round).padStart(5)}  ${String(total).padStart(8)}  ${ms(pct(d, 50))}    ${ms(pct(d, 99))}    ${ms(pct(r, 50))}    ${ms(pct(r, 99))}   ${ms(row.p50)}   ${ms(row.p99)}   ${ms(row.cpu)}`,
     );
   }
-  summary.push({ concurrency, p50: median(added.map((a) => a.p50)), p99: median(added.map((a) => a.p99)), cpu: median(added.map((a) => a.cpu)) });
+  summary.push({ spread, concurrency, p50: median(added.map((a) => a.p50)), p99: median(added.map((a) => a.p99)), cpu: median(added.map((a) => a.cpu)) });
 }
-console.log(`\nmedian over ${ROUNDS} rounds\ncallers  added p50  added p99  API CPU/call`);
-for (const { concurrency, p50, p99, cpu } of summary) console.log(`${String(concurrency).padStart(7)}  ${ms(p50)}   ${ms(p99)}   ${ms(cpu)}`);
+console.log(`\nmedian over ${ROUNDS} rounds\npartner     callers  added p50  added p99  API CPU/call`);
+for (const { spread, concurrency, p50, p99, cpu } of summary) console.log(`${partnerLabel(spread).padEnd(10)}  ${String(concurrency).padStart(7)}  ${ms(p50)}   ${ms(p99)}   ${ms(cpu)}`);
 console.log('\ntargets: added p50 < 2 ms, added p99 < 10 ms');
 
 closeRequests();

@@ -182,21 +182,30 @@ export async function stop(...processes) {
   );
 }
 
-/** A fake synchronous partner: answers every call with the same JSON result after `delayMs`. */
+/**
+ * A fake synchronous partner: answers every call with the same JSON result after `delayMs`, plus
+ * up to `spreadMs` more, drawn at random per call (set `partner.spreadMs` between rounds).
+ */
 export async function startFakePartner(delayMs) {
   const result = JSON.stringify({ images: [{ url: 'https://cdn.acme.example/bench.png', width: 1024, height: 1024 }], seed: 7 });
+  const partner = { server: null, port: 0, spreadMs: 0 };
   const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () =>
-      setTimeout(() => {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(result) });
-        res.end(result);
-      }, delayMs),
+      setTimeout(
+        () => {
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(result) });
+          res.end(result);
+        },
+        delayMs + Math.random() * partner.spreadMs,
+      ),
     );
   });
   server.keepAliveTimeout = 60_000;
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, port: server.address().port };
+  partner.server = server;
+  partner.port = server.address().port;
+  return partner;
 }
 
 /**
