@@ -256,6 +256,34 @@ describe('router Idempotency-Key', () => {
     expect(world.partners.acme.posts('/v1/run/sdxl-turbo').filter((r) => r.body.includes('flaky'))).toHaveLength(2);
   });
 
+  it("a keyed call whose replica died is ended once past its deadline: key freed, recorded, never charged", async () => {
+    const doomed = await world.startApi({ ROUTER_DEADLINE_MS: '600' });
+    const body = { prompt: 'orphan [[slow:3000]]' };
+    const before = await balance();
+    const call = world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': 'orphan-001' }, doomed).catch(() => null);
+    const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: ws.id, idempotencyKey: 'orphan-001', state: 'running' } }));
+    await doomed.stop('SIGKILL');
+    await call;
+    // While the model's deadline (5 s here) and the grace after it have not passed, a live replica
+    // may yet finish the call: the row is left alone.
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect(await world.stack.db.routerCall.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ state: 'running', idempotencyKey: 'orphan-001' });
+    // Past both (the row is made older rather than waited out), the sweep of a surviving replica ends it.
+    await world.stack.db.$executeRaw`UPDATE router_calls SET created_at = created_at - interval '31 seconds' WHERE id = ${row.id}`;
+    const ended = await eventually(async () => {
+      const found = await world.stack.db.routerCall.findUniqueOrThrow({ where: { id: row.id } });
+      return found.state === 'abandoned' ? found : null;
+    });
+    expect(ended).toMatchObject({ idempotencyKey: null, outcome: 'internal_error', charged: false, durationMs: null });
+    expect(ended.completedAt).not.toBeNull();
+    // The key dispatches anew.
+    const retry = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'orphan [[slow:10]]' }, { 'idempotency-key': 'orphan-001' });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+    expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: row.id } })).toBe(0);
+    await eventually(async () => (before - (await balance()) === 3n ? true : null));
+  }, 30_000);
+
   it('keys are per workspace', async () => {
     const other = await world.workspace();
     const a = await world.post(ws.token, 'nova/whisper-large', { audio_url: 'https://audio.example/shared.wav' }, { 'idempotency-key': 'shared' });

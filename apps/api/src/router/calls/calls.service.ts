@@ -13,7 +13,7 @@ import { closestIds } from '../catalog/suggestions.js';
 import { RouterError, RouterValidationError } from '../errors.js';
 import { LimitsService, type Slot } from '../limits/limits.service.js';
 import { RouterAuthService } from '../router-auth.js';
-import { UsageService, type KeyedRow } from './usage.service.js';
+import { LOST_CALL_GRACE_MS, UsageService, type KeyedRow } from './usage.service.js';
 
 /** What the controller knows about the caller's connection. */
 export interface CallerFate {
@@ -377,9 +377,9 @@ export class CallsService {
         return { result: ended, headers: replayed };
       }
       // Running elsewhere without a handle yet: a synchronous call in flight on another replica.
-      if (Date.now() > row.createdAt.getTime() + model.timeoutMs + 30_000) {
+      if (Date.now() > row.createdAt.getTime() + model.timeoutMs + LOST_CALL_GRACE_MS) {
         // Its replica died before finishing; nothing can be collected, so dispatch again.
-        await this.usage.freeKey(row.id, { state: 'running' });
+        await this.usage.abandon(row.id);
         return 'dispatch';
       }
       const remaining = deadlineAt - Date.now();

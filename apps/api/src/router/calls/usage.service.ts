@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Db } from '#libs/db';
 import { routerCallObserved } from '#libs/metrics';
 import { DB } from '../../core/tokens.js';
@@ -49,6 +49,14 @@ export interface KeyedRow {
 // balances together) keeps the database off the calls' critical path and its pool free for the
 // reads calls do wait on.
 const BATCH_MAX = 500;
+/**
+ * How long after its model's provider deadline a keyed call still `running` may yet be finished by
+ * a live replica (its result stored, with retries); past it, its replica is presumed dead.
+ */
+export const LOST_CALL_GRACE_MS = 30_000;
+const LOST_SWEEP_EVERY_MS = 5_000;
+// The deadline of a row whose model has left the catalog: the longest one, or the default.
+const DEFAULT_TIMEOUT_MS = 300_000;
 const BATCH_DELAY_MS = 5;
 const FLUSH_ATTEMPTS = 6;
 
@@ -63,14 +71,24 @@ interface Queued {
 }
 
 @Injectable()
-export class UsageService implements OnApplicationShutdown {
+export class UsageService implements OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
   private readonly logger = new Logger('RouterUsage');
   private readonly pending = new Set<Promise<unknown>>();
   private queue: Queued[] = [];
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  private sweepTimer: NodeJS.Timeout | null = null;
 
   constructor(@Inject(DB) private readonly db: Db) {}
+
+  onModuleInit(): void {
+    this.sweepTimer = setInterval(() => void this.abandonLost().catch((err: Error) => this.logger.warn(`sweep of lost calls failed: ${err.message}`)), LOST_SWEEP_EVERY_MS);
+    this.sweepTimer.unref();
+  }
+
+  onModuleDestroy(): void {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+  }
 
   /** Writes that outlive their request are tracked so a shutdown waits for them. */
   track<T>(promise: Promise<T>, what: string): void {
@@ -197,12 +215,34 @@ export class UsageService implements OnApplicationShutdown {
   }
 
   /** Lets the key go (the row stays as the audit record): the next call with it dispatches anew. */
-  async freeKey(id: string, onlyIf: { state?: string } = {}): Promise<boolean> {
-    const done = await this.db.routerCall.updateMany({
-      where: { id, ...onlyIf },
-      data: { idempotencyKey: null, ...(onlyIf.state === 'running' ? { state: 'abandoned', completedAt: new Date() } : {}) },
-    });
+  async freeKey(id: string): Promise<boolean> {
+    const done = await this.db.routerCall.updateMany({ where: { id }, data: { idempotencyKey: null } });
     return done.count === 1;
+  }
+
+  /**
+   * Ends the rows of keyed calls whose replica died mid-call: still `running` past their model's
+   * deadline and LOST_CALL_GRACE_MS, nothing can finish them. Each becomes `abandoned` (see
+   * `abandon`). The sweep runs on every replica; the update is the same whoever runs it.
+   */
+  async abandonLost(): Promise<number> {
+    return this.db.$executeRaw`
+      UPDATE router_calls c
+      SET state = 'abandoned', completed_at = now(), idempotency_key = NULL, outcome = 'internal_error'
+      WHERE c.state = 'running'
+        AND c.created_at < now() - make_interval(secs => (coalesce(
+          (SELECT m.timeout_ms FROM router_models m WHERE m.id = c.model_id),
+          (SELECT max(m.timeout_ms) FROM router_models m),
+          ${DEFAULT_TIMEOUT_MS}) + ${LOST_CALL_GRACE_MS}) / 1000.0)`;
+  }
+
+  /**
+   * A lost call's row: its key freed (the next call with it dispatches anew), recorded as the
+   * router failing the call (`internal_error`: its caller got no answer), with no duration (its
+   * end is not known). It was never charged.
+   */
+  async abandon(id: string): Promise<void> {
+    await this.db.routerCall.updateMany({ where: { id, state: 'running' }, data: { state: 'abandoned', completedAt: new Date(), idempotencyKey: null, outcome: 'internal_error' } });
   }
 
   /**
