@@ -256,33 +256,57 @@ describe('router Idempotency-Key', () => {
     expect(world.partners.acme.posts('/v1/run/sdxl-turbo').filter((r) => r.body.includes('flaky'))).toHaveLength(2);
   });
 
-  it("a keyed call whose replica died is ended once past its deadline: key freed, recorded, never charged", async () => {
+  it('calls whose replica died are on record and ended once past their deadline: key freed, never charged', async () => {
     const doomed = await world.startApi({ ROUTER_DEADLINE_MS: '600' });
-    const body = { prompt: 'orphan [[slow:3000]]' };
     const before = await balance();
-    const call = world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': 'orphan-001' }, doomed).catch(() => null);
-    const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: ws.id, idempotencyKey: 'orphan-001', state: 'running' } }));
+    const keyed = world.post(ws.token, 'acme/flux-schnell', { prompt: 'orphan [[slow:3000]]' }, { 'idempotency-key': 'orphan-001' }, doomed).catch(() => null);
+    const unkeyed = world.post(ws.token, 'acme/flux-schnell', { prompt: 'stray [[slow:3000]]' }, {}, doomed).catch(() => null);
+    const running = (where: object) => eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: ws.id, state: 'running', ...where } }));
+    const keyedRow = await running({ idempotencyKey: 'orphan-001' });
+    const unkeyedRow = await running({ requestHash: null });
     await doomed.stop('SIGKILL');
-    await call;
+    await Promise.all([keyed, unkeyed]);
+    const ids = [keyedRow.id, unkeyedRow.id];
     // While the model's deadline (5 s here) and the grace after it have not passed, a live replica
-    // may yet finish the call: the row is left alone.
+    // may yet finish such a call: the rows are left alone.
     await new Promise((r) => setTimeout(r, 6_000));
-    expect(await world.stack.db.routerCall.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ state: 'running', idempotencyKey: 'orphan-001' });
-    // Past both (the row is made older rather than waited out), the sweep of a surviving replica ends it.
-    await world.stack.db.$executeRaw`UPDATE router_calls SET created_at = created_at - interval '31 seconds' WHERE id = ${row.id}`;
+    expect(await world.stack.db.routerCall.findUniqueOrThrow({ where: { id: keyedRow.id } })).toMatchObject({ state: 'running', idempotencyKey: 'orphan-001' });
+    expect(await world.stack.db.routerCall.findUniqueOrThrow({ where: { id: unkeyedRow.id } })).toMatchObject({ state: 'running', modelId: 'acme/flux-schnell' });
+    // Past both (the rows are made older rather than waited out), the sweep of a surviving replica ends them.
+    await world.stack.db.$executeRaw`UPDATE router_calls SET created_at = created_at - interval '31 seconds' WHERE id = ANY(${ids})`;
     const ended = await eventually(async () => {
-      const found = await world.stack.db.routerCall.findUniqueOrThrow({ where: { id: row.id } });
-      return found.state === 'abandoned' ? found : null;
+      const rows = await world.stack.db.routerCall.findMany({ where: { id: { in: ids }, state: 'abandoned' } });
+      return rows.length === 2 ? rows : null;
     });
-    expect(ended).toMatchObject({ idempotencyKey: null, outcome: 'internal_error', charged: false, durationMs: null });
-    expect(ended.completedAt).not.toBeNull();
+    for (const row of ended) {
+      expect(row).toMatchObject({ idempotencyKey: null, outcome: 'internal_error', charged: false, durationMs: null });
+      expect(row.completedAt).not.toBeNull();
+    }
     // The key dispatches anew.
     const retry = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'orphan [[slow:10]]' }, { 'idempotency-key': 'orphan-001' });
     expect(retry.status).toBe(200);
     expect(retry.headers.get('idempotent-replayed')).toBeNull();
-    expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: row.id } })).toBe(0);
+    expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: { in: ids } } })).toBe(0);
     await eventually(async () => (before - (await balance()) === 3n ? true : null));
   }, 30_000);
+
+  it('an unkeyed call is on record while it runs, then completed once and charged once', async () => {
+    const before = await balance();
+    const call = world.post(ws.token, 'acme/flux-schnell', { prompt: 'tracked [[slow:400]]' });
+    const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: ws.id, state: 'running', requestHash: null } }));
+    expect(row).toMatchObject({ outcome: null, charged: false, modelId: 'acme/flux-schnell', costCents: 3 });
+    const reply = await call;
+    expect(reply.status).toBe(200);
+    expect(expectRequestId(reply)).toBe(row.id);
+    const done = await eventually(async () => {
+      const found = await world.stack.db.routerCall.findUniqueOrThrow({ where: { id: row.id } });
+      return found.state === 'completed' ? found : null;
+    });
+    expect(done).toMatchObject({ outcome: 'success', resultBucket: 'success', httpStatus: 200, charged: true });
+    expect(done.durationMs).toBeGreaterThanOrEqual(400);
+    expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: row.id } })).toBe(1);
+    expect(before - (await balance())).toBe(3n);
+  });
 
   it('keys are per workspace', async () => {
     const other = await world.workspace();

@@ -154,6 +154,8 @@ export class CallsService {
       if (keyed) await this.withdrawClaim(input.callId);
       throw err;
     }
+    // A keyed call's row exists already; an unkeyed one is put on record as it is dispatched.
+    if (!keyed) this.usage.recordStart({ id: input.callId, accountId: input.account.id, modelId: model.id, costCents: model.priceCents, startedAt: input.startedAt });
     const generation = this.start(input, model, slot, keyed !== null);
     const ended = await raceDeadline(generation.promise, this.deadlineAt(input), this.stopping);
     const deadlineHit = ended === DEADLINE;

@@ -6,7 +6,8 @@ import { DB } from '../../core/tokens.js';
 import type { GenerationResult } from '../adapters/index.js';
 
 // Usage and audit: one router_calls row per call (request id, workspace, model, outcome bucket,
-// duration, charged). A charge is a ledger entry (reason router_call, ref = the call id, unique, so
+// duration, charged). A dispatched call's row is written as `running` first (keyed calls before
+// dispatch, others in the next batch), so a replica that dies mid-call leaves its calls on record. A charge is a ledger entry (reason router_call, ref = the call id, unique, so
 // a generation is never charged twice) and the balance moves in the same statement. Credits are
 // US cents: a call is charged its model's price.
 
@@ -65,8 +66,11 @@ function retryDelayMs(attempt: number): number {
   return 200 * 2 ** attempt;
 }
 
+/** A row to write: a call that ended, or (state running) an unkeyed call just dispatched. */
+type UsageRow = FinalRecord & { state: 'completed' | 'running' };
+
 interface Queued {
-  record: FinalRecord;
+  record: UsageRow;
   done: () => void;
 }
 
@@ -106,6 +110,19 @@ export class UsageService implements OnModuleInit, OnModuleDestroy, OnApplicatio
   /** The record of a call that ends here (and its charge); resolves once it is stored. */
   insertFinal(record: FinalRecord): Promise<void> {
     routerCallObserved(record.modelId, record.outcome, record.durationMs / 1000);
+    return this.enqueue({ ...record, state: 'completed' });
+  }
+
+  /**
+   * The `running` row of an unkeyed call being dispatched, written with the next batch; its final
+   * record completes it. Should the replica die first, the sweep of lost calls ends it.
+   */
+  recordStart(call: { id: string; accountId: string; modelId: string; costCents: number; startedAt: number }): void {
+    const row: UsageRow = { ...call, state: 'running', outcome: '', resultBucket: null, httpStatus: 0, charged: false, durationMs: 0 };
+    this.track(this.enqueue(row), `usage record ${call.id}`);
+  }
+
+  private enqueue(record: UsageRow): Promise<void> {
     return new Promise<void>((resolve) => {
       this.queue.push({ record, done: resolve });
       this.flushSoon(this.queue.length >= BATCH_MAX ? 0 : BATCH_DELAY_MS);
@@ -149,33 +166,43 @@ export class UsageService implements OnModuleInit, OnModuleDestroy, OnApplicatio
     for (const q of batch) q.done();
   }
 
-  private async insertMany(records: FinalRecord[]): Promise<void> {
+  private async insertMany(records: UsageRow[]): Promise<void> {
+    // A call that ended within the batch delay has its start and its end in one batch: one row
+    // each, the end (queued later) kept. A statement may not write one row twice.
+    const latest = new Map(records.map((r) => [r.id, r]));
     const rows = JSON.stringify(
-      records.map((r) => ({
+      [...latest.values()].map((r) => ({
         id: r.id,
         account_id: r.accountId,
         model_id: r.modelId,
-        outcome: r.outcome,
+        state: r.state,
+        outcome: r.state === 'completed' ? r.outcome : null,
         result_bucket: r.resultBucket,
-        http_status: r.httpStatus,
+        http_status: r.state === 'completed' ? r.httpStatus : null,
         provider_handle: r.providerHandle ?? null,
         cost_cents: r.costCents,
         charged: r.charged,
-        duration_ms: r.durationMs,
+        duration_ms: r.state === 'completed' ? r.durationMs : null,
         replay_of: r.replayOf ?? null,
         created_at: new Date(r.startedAt).toISOString(),
       })),
     );
-    // Re-running a batch is harmless: records and charges are keyed by the call id.
+    // Re-running a batch is harmless: records and charges are keyed by the call id, and a row
+    // already completed is not written again (nor charged again). An end completes its call's
+    // running row, also one the sweep has abandoned meanwhile; never a keyed call's own row.
     await this.db.$executeRaw`
       WITH r AS (
-        SELECT * FROM json_to_recordset(${rows}::json) AS x(id text, account_id uuid, model_id text, outcome text, result_bucket text,
+        SELECT * FROM json_to_recordset(${rows}::json) AS x(id text, account_id uuid, model_id text, state text, outcome text, result_bucket text,
           http_status int, provider_handle text, cost_cents int, charged boolean, duration_ms int, replay_of text, created_at timestamptz)
       ), call AS (
-        INSERT INTO router_calls (id, account_id, model_id, state, outcome, result_bucket, http_status, provider_handle, cost_cents, charged, duration_ms, replay_of, created_at, completed_at)
-        SELECT id, account_id, model_id, 'completed', outcome, result_bucket, http_status, provider_handle, cost_cents, charged, duration_ms, replay_of, created_at, now() FROM r
-        ON CONFLICT (id) DO NOTHING
-        RETURNING id, account_id, cost_cents, charged
+        INSERT INTO router_calls AS c (id, account_id, model_id, state, outcome, result_bucket, http_status, provider_handle, cost_cents, charged, duration_ms, replay_of, created_at, completed_at)
+        SELECT id, account_id, model_id, state, outcome, result_bucket, http_status, provider_handle, cost_cents, charged, duration_ms, replay_of, created_at,
+          CASE WHEN state = 'completed' THEN now() END FROM r
+        ON CONFLICT (id) DO UPDATE SET state = excluded.state, outcome = excluded.outcome, result_bucket = excluded.result_bucket,
+          http_status = excluded.http_status, provider_handle = excluded.provider_handle, charged = excluded.charged,
+          duration_ms = excluded.duration_ms, completed_at = excluded.completed_at
+        WHERE excluded.state = 'completed' AND c.state <> 'completed' AND c.idempotency_key IS NULL AND c.request_hash IS NULL
+        RETURNING c.id, c.account_id, c.cost_cents, c.charged
       ), charge AS (
         INSERT INTO credit_ledger (account_id, amount, reason, ref)
         SELECT account_id, -cost_cents::bigint, ${CHARGE_REASON}, id FROM call WHERE charged
