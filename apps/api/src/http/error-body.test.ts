@@ -18,7 +18,16 @@ describe('toErrorShape', () => {
   it('turns a lost database or Redis connection, or a silent or failing S3 store, into a retryable 503', () => {
     const s3Timeout = Object.assign(new Error('a request has exceeded the configured 3000 ms requestTimeout.'), { name: 'TimeoutError' });
     const s3Failing = Object.assign(new Error('We encountered an internal error.'), { name: 'InternalError', $metadata: { httpStatusCode: 503 } });
-    for (const err of [Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), new Error('Connection is closed.'), s3Timeout, s3Failing]) {
+    // A connection PostgreSQL drops mid-session, as pg and Prisma word it, and a server restarting.
+    const dropped = [
+      new Error('Connection terminated unexpectedly'),
+      new Error('Server has closed the connection.'),
+      new Error('Client has encountered a connection error and is not queryable'),
+      new Error('timeout exceeded when trying to connect'),
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+      Object.assign(new Error('the database system is starting up'), { code: '57P03' }),
+    ];
+    for (const err of [Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), new Error('Connection is closed.'), s3Timeout, s3Failing, ...dropped]) {
       const shape = toErrorShape(err);
       expect(shape.status).toBe(503);
       expect(shape.code).toBe('service_unavailable');

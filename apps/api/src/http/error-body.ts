@@ -55,7 +55,17 @@ interface ErrorLike {
   getResponse?: () => unknown;
 }
 
-const TRANSIENT = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection is closed|Can't reach database|connect ECONN|P1001|P1017|Stream isn't writeable/i;
+// Redis (ioredis), PostgreSQL (pg under Prisma's adapter, whose messages Prisma passes on) and
+// sockets: refused, reset or dropped connections, a pool that cannot connect, a server restarting.
+const TRANSIENT = new RegExp(
+  [
+    'ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|connect ECONN|Stream isn\'t writeable|Connection is closed',
+    "Can't reach database|P1001|P1017|Server has closed the connection|Connection terminated|not queryable",
+    'timeout exceeded when trying to connect|terminating connection due to administrator command',
+    'the database system is (starting up|shutting down|in recovery mode)|\\b(57P01|57P03|08001|08003|08006)\\b',
+  ].join('|'),
+  'i',
+);
 
 /** A dependency that is down or failing, not a fault of ours or the client's: worth a retry. */
 function isTransient(e: ErrorLike & { $metadata?: { httpStatusCode?: number } }): boolean {
