@@ -133,6 +133,21 @@ describe('router limits, across two API replicas', () => {
     });
   });
 
+  it('parallel calls on one replica never spend past the credit balance: each holds its price while in flight', async () => {
+    const ws = await world.workspace({}, 10n);
+    const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => world.post(ws.token, 'acme/flux-schnell', { prompt: `thrifty #${i} [[slow:300]]` })));
+    // acme/flux-schnell costs 3: three calls fit in 10.
+    expect(replies.filter((r) => r.status === 200)).toHaveLength(3);
+    for (const refused of replies.filter((r) => r.status !== 200)) expectRouterError(refused, 402, 'insufficient_credits');
+    const balance = async () => (await world.stack.db.account.findUniqueOrThrow({ where: { id: ws.id } })).creditBalance;
+    await eventually(async () => ((await balance()) === 1n ? true : null));
+    // A call that ends uncharged gives its held price back at once: the next call can spend it.
+    // (acme/tts-mini costs 1, the balance left.)
+    expectRouterError(await world.post(ws.token, 'acme/tts-mini', { text: 'flaky [[fail]]', voice: 'ember' }), 502, 'provider_error');
+    expect((await world.post(ws.token, 'acme/tts-mini', { text: 'one more', voice: 'ember' })).status).toBe(200);
+    expectRouterError(await world.post(ws.token, 'acme/tts-mini', { text: 'one too many', voice: 'ember' }), 402, 'insufficient_credits');
+  });
+
   it("frees a crashed replica's slots when their lease expires", async () => {
     const ws = await world.workspace({ routerMaxConcurrent: 1 });
     const inflight = `${world.stack.redisPrefix}:router:{${ws.id}}:inflight`;
@@ -308,6 +323,25 @@ describe('router Idempotency-Key', () => {
     expect(before - (await balance())).toBe(3n);
   });
 
+  it('a retry collects, past its deadline, a generation whose replica died before storing it', async () => {
+    const doomed = await world.startApi({ ROUTER_DEADLINE_MS: '600' });
+    const before = await balance();
+    const body = { prompt: 'finished alone [[slow:1500]]', duration_seconds: 5 };
+    const first = world.post(ws.token, 'lumen/video-gen-2', body, { 'idempotency-key': 'alone-001' }, doomed).catch(() => null);
+    const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: ws.id, idempotencyKey: 'alone-001', providerHandle: { not: null } } }));
+    await doomed.stop('SIGKILL');
+    await first;
+    // Past the model's deadline (5 s here): the provider finished the generation long ago.
+    await new Promise((r) => setTimeout(r, row.createdAt.getTime() + 5_300 - Date.now()));
+    const retry = await world.post(ws.token, 'lumen/video-gen-2', body, { 'idempotency-key': 'alone-001' });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.body.status).toBe('succeeded');
+    expect(world.partners.lumen.posts('/v2/models/video-gen-2/generations').filter((r) => r.body.includes('finished alone'))).toHaveLength(1);
+    expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: row.id } })).toBe(1);
+    expect(before - (await balance())).toBe(40n);
+  }, 30_000);
+
   it('keys are per workspace', async () => {
     const other = await world.workspace();
     const a = await world.post(ws.token, 'nova/whisper-large', { audio_url: 'https://audio.example/shared.wav' }, { 'idempotency-key': 'shared' });
@@ -315,5 +349,26 @@ describe('router Idempotency-Key', () => {
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(b.headers.get('idempotent-replayed')).toBeNull();
     expect(world.partners.nova.posts('/predict/whisper-large').filter((r) => r.body.includes('shared.wav'))).toHaveLength(2);
+  });
+});
+
+describe('router deadline no later than the provider\'s own', () => {
+  const world = new RouterWorld();
+  let ws: Workspace;
+
+  beforeAll(async () => {
+    // The router lets go at 1 s, and lumen/video-gen-2's provider deadline is 1 s too.
+    await world.open({ ROUTER_DEADLINE_MS: '1000' }, (models) => models.map((m) => (m.id === 'lumen/video-gen-2' ? { ...m, timeout_ms: 1_000 } : m)));
+    ws = await world.workspace();
+  });
+  afterAll(() => world.close());
+
+  it("answers the generation's own ending, not a deadline_exceeded whose retry would find it ended and dispatch again", async () => {
+    const body = { prompt: 'too long [[slow:3000]]', duration_seconds: 5 };
+    for (const headers of [{ 'idempotency-key': 'late-001' }, {}] as Record<string, string>[]) {
+      const reply = await world.post(ws.token, 'lumen/video-gen-2', body, headers);
+      expectRouterError(reply, 504, 'provider_timeout');
+      expect(reply.headers.get('retry-after')).toBeNull();
+    }
   });
 });

@@ -15,9 +15,9 @@ import { modelPathSegments, serviceRequestId } from './request-context.js';
 // empties the account cache on every replica at once.
 //
 // The credit check reads the cached balance, and charges reach the database in batches after the
-// answer. So that this replica's next call sees a charge at once, a charge is taken off the cached
-// balance when the call is charged, and a reload takes off again every charge the database may not
-// have yet. Charges made on other replicas arrive with a reload: a workspace can overrun its balance
+// answer. So that this replica's calls see each other's charges at once, a call's price is taken off
+// the cached balance when it is dispatched (given back if the call ends uncharged), and a reload
+// takes off again every charge the database may not have yet. Charges made on other replicas arrive with a reload: a workspace can overrun its balance
 // by what it spends on the other replicas within one freshness period (ACCOUNT_FRESH_MS, plus the
 // reload) and the batch delay.
 
@@ -115,8 +115,8 @@ export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Takes a call's charge off the workspace's cached balance now, ahead of its batched write.
-   * Settle it once the write is over: `true` when the database has the charge, `false` when it
-   * was not made (another replica stored the generation first), which gives the credits back.
+   * Settle it once: `true` when the database has the charge, `false` when it was not made (the call
+   * ended uncharged, or another replica stored the generation first), which gives the credits back.
    */
   charge(accountId: string, cents: number): (written: boolean) => void {
     if (cents <= 0) return () => undefined;

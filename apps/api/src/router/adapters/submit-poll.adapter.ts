@@ -35,14 +35,19 @@ export class SubmitPollAdapter implements ProviderAdapter {
     }
     context.onHandle(doc.id);
     const settled = this.interpret(doc, res);
-    return settled ?? this.collect(model, doc.id, context.signal);
+    return settled ?? this.follow(model, doc.id, context.signal, true);
   }
 
-  async collect(model: UpstreamModel, handle: string, signal: AbortSignal): Promise<GenerationResult> {
+  /** Asks at once: a retry comes after the generation has had time to run, maybe to its end. */
+  collect(model: UpstreamModel, handle: string, signal: AbortSignal): Promise<GenerationResult> {
+    return this.follow(model, handle, signal, false);
+  }
+
+  private async follow(model: UpstreamModel, handle: string, signal: AbortSignal, waitFirst: boolean): Promise<GenerationResult> {
     const url = `${model.upstreamUrl.replace(/\/+$/, '')}/${encodeURIComponent(handle)}`;
-    for (;;) {
+    for (let wait = waitFirst; ; wait = true) {
       try {
-        await sleep(model.pollIntervalMs, undefined, { signal });
+        if (wait) await sleep(model.pollIntervalMs, undefined, { signal });
       } catch {
         return transportResult(new UpstreamTimeout('deadline'));
       }

@@ -43,6 +43,9 @@ export interface CallReply {
   headers: Record<string, string>;
 }
 
+/** A price held on the cached balance: settle it charged (true) or given back (false), once. */
+type Held = (written: boolean) => void;
+
 /** A generation this process is running or collecting: joiners wait on the same promise. */
 interface Generation {
   promise: Promise<GenerationResult>;
@@ -50,6 +53,9 @@ interface Generation {
 }
 
 const DEADLINE = Symbol('deadline');
+const LAST_LOOK_MS = 5_000;
+// How long after the provider's deadline its ending (provider_timeout, stored if keyed) may take.
+const ENDING_SLACK_MS = 2_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 const KEY_LIFETIME_MS = 24 * 3600 * 1000;
 // Results a later retry gets back as they were; other endings free the key so a later retry
@@ -126,13 +132,29 @@ export class CallsService {
     return input.startedAt + this.config.router.deadlineMs;
   }
 
+  /**
+   * When a new generation's caller is answered at the latest. Its deadline, unless the provider's
+   * own (`providerEndsAt`) comes before a retry could: then "retry to collect it" would send the
+   * retry after a generation already ended as provider_timeout, and the retry would dispatch
+   * another. The caller waits for that ending instead.
+   */
+  private waitUntil(input: CallInput, model: CatalogModel, providerEndsAt: number): number {
+    const deadlineAt = this.deadlineAt(input);
+    if (deadlineAt + this.retryAfterSeconds(model) * 1000 <= providerEndsAt) return deadlineAt;
+    return Math.max(deadlineAt, providerEndsAt + ENDING_SLACK_MS);
+  }
+
+  private retryAfterSeconds(model: CatalogModel): number {
+    return Math.max(1, Math.ceil(model.pollIntervalMs / 1000));
+  }
+
   private deadlineReply(model: CatalogModel, keyed: boolean, handle: string | null): CallReply {
     const collectable = keyed && handle !== null && adapterFor(model.adapterKind)?.collect !== undefined;
     const bound = this.stopping.graceOver ? 'because this replica is shutting down' : `at its ${this.config.router.deadlineMs} ms deadline`;
     const detail = `The router stopped waiting ${bound}; nothing was rejected.${keyed ? ' Retry with the same Idempotency-Key to collect the generation instead of starting another.' : ''}`;
     return {
       result: errorResult('deadline_exceeded', detail),
-      headers: collectable ? { 'retry-after': String(Math.max(1, Math.ceil(model.pollIntervalMs / 1000))) } : {},
+      headers: collectable ? { 'retry-after': String(this.retryAfterSeconds(model)) } : {},
     };
   }
 
@@ -140,28 +162,40 @@ export class CallsService {
   private async fresh(input: CallInput, model: CatalogModel, keyed: { key: string; requestHash: string } | null): Promise<CallReply> {
     this.checkCredits(input.account, model);
     if (input.fate.gone()) throw callerGone();
-    // The key is claimed before a slot is taken: a duplicate that loses the claim joins the winner
-    // and takes nothing from the workspace's limits (no slot, no count in the window).
-    if (keyed) {
-      const claimed = await this.usage.insertKeyed({ id: input.callId, accountId: input.account.id, modelId: model.id, key: keyed.key, requestHash: keyed.requestHash, costCents: model.priceCents });
-      // Another call took the key between our look and our insert: join it.
-      if (!claimed) return this.keyed(input, model, keyed.key, 1);
-    }
-    let slot: Slot;
+    // The price is held on the cached balance from here until the generation's charge settles it:
+    // calls in flight together cannot spend more than the balance holds.
+    const held = this.auth.charge(input.account.id, model.priceCents);
+    let generation: Generation;
     try {
-      slot = await this.takeSlot(input, model);
+      // The key is claimed before a slot is taken: a duplicate that loses the claim joins the winner
+      // and takes nothing from the workspace's limits (no slot, no count in the window).
+      if (keyed) {
+        const claimed = await this.usage.insertKeyed({ id: input.callId, accountId: input.account.id, modelId: model.id, key: keyed.key, requestHash: keyed.requestHash, costCents: model.priceCents });
+        // Another call took the key between our look and our insert: join it.
+        if (!claimed) {
+          held(false);
+          return await this.keyed(input, model, keyed.key, 1);
+        }
+      }
+      let slot: Slot;
+      try {
+        slot = await this.takeSlot(input, model);
+      } catch (err) {
+        if (keyed) await this.withdrawClaim(input.callId);
+        throw err;
+      }
+      // A keyed call's row exists already; an unkeyed one is put on record as it is dispatched.
+      if (!keyed) this.usage.recordStart({ id: input.callId, accountId: input.account.id, modelId: model.id, costCents: model.priceCents, startedAt: input.startedAt });
+      generation = this.start(input, model, slot, keyed !== null, held);
     } catch (err) {
-      if (keyed) await this.withdrawClaim(input.callId);
+      held(false);
       throw err;
     }
-    // A keyed call's row exists already; an unkeyed one is put on record as it is dispatched.
-    if (!keyed) this.usage.recordStart({ id: input.callId, accountId: input.account.id, modelId: model.id, costCents: model.priceCents, startedAt: input.startedAt });
-    const generation = this.start(input, model, slot, keyed !== null);
-    const ended = await raceDeadline(generation.promise, this.deadlineAt(input), this.stopping);
+    const ended = await raceDeadline(generation.promise, this.waitUntil(input, model, Date.now() + model.timeoutMs), this.stopping);
     const deadlineHit = ended === DEADLINE;
     const reply: CallReply = deadlineHit ? this.deadlineReply(model, keyed !== null, generation.handle) : { result: ended, headers: {} };
     // Tracked: a stop waits for generations whose callers have their answer already.
-    this.usage.track(this.recordEnding(input, model, generation, deadlineHit, keyed !== null), `usage record ${input.callId}`);
+    this.usage.track(this.recordEnding(input, model, generation, deadlineHit, keyed !== null, held), `usage record ${input.callId}`);
     return reply;
   }
 
@@ -189,12 +223,12 @@ export class CallsService {
   }
 
   /** Once the generation has ended and the caller has its answer (or left): what it got, and the charge. */
-  private async recordEnding(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean): Promise<void> {
+  private async recordEnding(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean, held: Held): Promise<void> {
     const result = await generation.promise;
-    // A keyed generation was charged when it was stored; this one is charged with its record,
-    // which waits for the caller: the cached balance must not wait, the caller's next call reads it.
+    // A keyed generation settled its held price when it was stored; this one is charged with its
+    // record, which waits for the caller. A price not charged goes back to the balance at once.
     const charged = !keyed && this.isCharged(model, result);
-    const settle = charged ? this.auth.charge(input.account.id, model.priceCents) : null;
+    if (!keyed && !charged) held(false);
     try {
       const delivered = await input.fate.settled;
       const outcome = !delivered ? 'client_disconnected' : deadlineHit ? 'deadline_exceeded' : result.bucket;
@@ -218,21 +252,25 @@ export class CallsService {
       });
     } finally {
       // Written, or given up on after every retry (logged): either way a reload reads the database.
-      settle?.(true);
+      if (charged) held(true);
     }
   }
 
-  /** storeGeneration, with the charge taken off the cached balance before the write (see RouterAuthService.charge). */
-  private async storeCharged(id: string, accountId: string, costCents: number, model: CatalogModel, result: GenerationResult): Promise<boolean | null> {
+  /**
+   * storeGeneration, and the charge on the cached balance (see RouterAuthService.charge): the
+   * price held at dispatch, or, collecting another replica's generation, one taken now.
+   */
+  private async storeCharged(id: string, accountId: string, costCents: number, model: CatalogModel, result: GenerationResult, held: Held | null): Promise<boolean | null> {
     const charged = this.isCharged(model, result);
-    const settle = charged ? this.auth.charge(accountId, costCents) : null;
+    const settle = held ?? (charged ? this.auth.charge(accountId, costCents) : null);
+    if (!charged) settle?.(false);
     let stored: boolean | null = null;
     try {
       stored = await this.usage.storeGeneration(id, accountId, result, costCents, charged, REPLAYABLE.has(result.bucket));
       return stored;
     } finally {
       // Not stored by this call (another collector was first, or every try failed): not charged by it.
-      settle?.(stored === true);
+      if (charged) settle?.(stored === true);
     }
   }
 
@@ -266,7 +304,7 @@ export class CallsService {
   }
 
   /** Dispatches at the provider; the slot is held until the generation ends, whoever waits for it. */
-  private start(input: CallInput, model: CatalogModel, slot: Slot, keyed: boolean): Generation {
+  private start(input: CallInput, model: CatalogModel, slot: Slot, keyed: boolean, held: Held): Generation {
     const adapter = adapterFor(model.adapterKind);
     const generation: Generation = { handle: null, promise: Promise.resolve(errorResult('internal_error', '')) };
     const bound = this.providerBound(model.timeoutMs);
@@ -297,10 +335,12 @@ export class CallsService {
       // database refuses the write, the generation stays here for retries to join, not dispatch anew.
       generation.promise = dispatchedResult.then(async (result) => {
         if (this.abandoned(result)) {
+          // Not charged here: whoever collects it later charges it.
+          held(false);
           this.generations.delete(input.callId);
           return result;
         }
-        await this.storeCharged(input.callId, input.account.id, model.priceCents, model, result);
+        await this.storeCharged(input.callId, input.account.id, model.priceCents, model, result, held);
         this.generations.delete(input.callId);
         return result;
       });
@@ -397,7 +437,9 @@ export class CallsService {
     if (!adapter?.collect || !row.providerHandle) return undefined;
     const existing = this.generations.get(row.id);
     if (existing) return existing;
-    const remaining = Math.max(1, row.createdAt.getTime() + model.timeoutMs - Date.now());
+    // Past the provider's deadline too (its replica died before storing how it ended), a last look:
+    // the generation may have finished meanwhile.
+    const remaining = Math.max(LAST_LOOK_MS, row.createdAt.getTime() + model.timeoutMs - Date.now());
     const handle = row.providerHandle;
     const bound = this.providerBound(remaining);
     const generation: Generation = {
@@ -410,7 +452,7 @@ export class CallsService {
         })
         .then(async (result) => {
           if (this.abandoned(result)) return result;
-          const first = await this.storeCharged(row.id, row.accountId, row.costCents, model, result);
+          const first = await this.storeCharged(row.id, row.accountId, row.costCents, model, result, null);
           if (first !== false) return result; // stored by this collector, or by none
           // Another collector stored it first: everyone returns that one.
           const stored = await this.usage.find(row.id);
