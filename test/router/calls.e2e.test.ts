@@ -2,7 +2,7 @@ import net from 'node:net';
 import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { call } from '../support/http.js';
+import { call, type Reply } from '../support/http.js';
 import { TEST_REDIS_URL } from '../support/env.js';
 import { NOVA_VALIDATION_BODY, TTS_BYTES } from './fake-partners.js';
 import { RouterWorld, eventually, expectRequestId, expectRouterError, expectValidation, tinySchemaDocument, type Workspace } from './router-world.js';
@@ -486,6 +486,42 @@ describe('router calls', () => {
     expect(retry.text).toBe(first.text);
     expect(world.partners.acme.posts('/v1/run/flux-schnell').filter((r) => r.body.includes('store retry'))).toHaveLength(1);
   });
+
+  it('keeps usage records while the database refuses them, however long, and dispatches nothing meanwhile', async () => {
+    const cut = await world.workspace();
+    const db = world.stack.db;
+    // A trigger makes the database refuse this workspace's records until the test drops it.
+    await db.$executeRawUnsafe("CREATE FUNCTION refuse_usage() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'test: usage may not be written yet'; END $$");
+    await db.$executeRawUnsafe(`CREATE TRIGGER refuse_usage BEFORE INSERT ON router_calls FOR EACH ROW WHEN (NEW.account_id = '${cut.id}') EXECUTE FUNCTION refuse_usage()`);
+    const from = world.api.output.length;
+    const tries = () => world.api.output.slice(from).filter((line) => line.includes('usage records not written yet')).length;
+    let first: Reply;
+    let refused: Reply;
+    try {
+      first = await world.post(cut.token, 'acme/flux-schnell', { prompt: 'unrecorded [[slow:200]]' });
+      await eventually(async () => tries() > 0);
+      refused = await world.post(cut.token, 'acme/flux-schnell', { prompt: 'not now' });
+      // More tries than the writer made before it gave up.
+      await eventually(async () => tries() >= 7, 20_000);
+    } finally {
+      await db.$executeRawUnsafe('DROP TRIGGER refuse_usage ON router_calls');
+      await db.$executeRawUnsafe('DROP FUNCTION refuse_usage()');
+    }
+    expect(first.status).toBe(200);
+    expectRouterError(refused, 503, 'service_unavailable');
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(world.partners.acme.posts('/v1/run/flux-schnell').filter((r) => r.body.includes('not now'))).toHaveLength(0);
+    const firstId = expectRequestId(first);
+    const written = await eventually(async () => {
+      const row = await db.routerCall.findUnique({ where: { id: firstId } });
+      return row?.state === 'completed' ? row : null;
+    });
+    expect(written).toMatchObject({ outcome: 'success', charged: true });
+    expect(await db.creditLedgerEntry.count({ where: { ref: firstId } })).toBe(1);
+    expect(await eventually(() => db.routerCall.findUnique({ where: { id: expectRequestId(refused) } }))).toMatchObject({ outcome: 'service_unavailable', charged: false });
+    // Written again: calls dispatch again.
+    expect((await world.post(cut.token, 'acme/flux-schnell', { prompt: 'recorded again' })).status).toBe(200);
+  }, 40_000);
 
   it('a keyed duplicate gets the failure of the generation it waited on, on either replica; a later retry dispatches anew', async () => {
     const other = await world.startApi({ ROUTER_DEADLINE_MS: String(DEADLINE_MS) });

@@ -161,6 +161,7 @@ export class CallsService {
   /** A new generation: key, slot, dispatch, wait up to the deadline; the generation may outlive the wait. */
   private async fresh(input: CallInput, model: CatalogModel, keyed: { key: string; requestHash: string } | null): Promise<CallReply> {
     this.checkCredits(input.account, model);
+    if (!this.usage.recording()) throw new RouterError('service_unavailable', 'The router cannot record calls right now; retry with backoff.', { 'retry-after': '1' });
     if (input.fate.gone()) throw callerGone();
     // The price is held on the cached balance from here until the generation's charge settles it:
     // calls in flight together cannot spend more than the balance holds.

@@ -60,10 +60,13 @@ const LOST_SWEEP_EVERY_MS = 5_000;
 const DEFAULT_TIMEOUT_MS = 300_000;
 const BATCH_DELAY_MS = 5;
 const FLUSH_ATTEMPTS = 6;
+// Records of refused calls kept while the database refuses writes; past this, they are counted
+// and dropped (calls are not dispatched meanwhile, so nothing charged is among them).
+const MAX_WAITING_REFUSALS = 100_000;
 
-/** The wait before another try of a write the database refused: 400 ms, doubling each time. */
+/** The wait before another try of a write the database refused: 400 ms, doubling each time, at most 2 s. */
 function retryDelayMs(attempt: number): number {
-  return 200 * 2 ** attempt;
+  return Math.min(2_000, 200 * 2 ** attempt);
 }
 
 /** A row to write: a call that ended, or (state running) an unkeyed call just dispatched. */
@@ -82,6 +85,11 @@ export class UsageService implements OnModuleInit, OnModuleDestroy, OnApplicatio
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private sweepTimer: NodeJS.Timeout | null = null;
+  /** Whether the last try to write a batch failed; cleared by the next that succeeds. */
+  private failing = false;
+  private waitingRefusals = 0;
+  private droppedRefusals = 0;
+  private stopping = false;
 
   constructor(@Inject(DB) private readonly db: Db) {}
 
@@ -102,6 +110,7 @@ export class UsageService implements OnModuleInit, OnModuleDestroy, OnApplicatio
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.stopping = true;
     this.flushSoon(0);
     await Promise.allSettled([...this.pending]);
     await this.flushing;
@@ -134,8 +143,24 @@ export class UsageService implements OnModuleInit, OnModuleDestroy, OnApplicatio
    * router): nothing charged. Written with the next batch; the caller does not wait for it.
    */
   recordUndispatched(call: { id: string; accountId: string; modelId: string; outcome: string; httpStatus: number; startedAt: number }): void {
+    if (this.waitingRefusals >= MAX_WAITING_REFUSALS) {
+      if (this.droppedRefusals++ % 10_000 === 0) this.logger.error(`usage records of refused calls dropped while the database refuses writes: ${this.droppedRefusals} so far`);
+      return;
+    }
     const record: FinalRecord = { ...call, resultBucket: null, costCents: 0, charged: false, durationMs: Date.now() - call.startedAt };
-    this.track(this.insertFinal(record), `usage record ${call.id}`);
+    this.waitingRefusals++;
+    this.track(
+      this.insertFinal(record).finally(() => this.waitingRefusals--),
+      `usage record ${call.id}`,
+    );
+  }
+
+  /**
+   * Whether call records reach the database. While they do not, no call is dispatched: its record
+   * and charge could only wait in this process's memory, and be lost with it.
+   */
+  recording(): boolean {
+    return !this.failing;
   }
 
   private flushSoon(delay: number): void {
@@ -150,16 +175,21 @@ export class UsageService implements OnModuleInit, OnModuleDestroy, OnApplicatio
     }, delay);
   }
 
+  /** Tries until the database takes the batch; only a stopping process gives up, and logs the records whole. */
   private async writeBatch(batch: Queued[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.insertMany(batch.map((q) => q.record));
+        this.failing = false;
         break;
       } catch (err) {
-        if (attempt >= FLUSH_ATTEMPTS) {
-          this.logger.error(`${batch.length} usage records could not be written: ${(err as Error).message}; ids ${batch.map((q) => q.record.id).join(',')}`);
+        this.failing = true;
+        const reason = (err as Error).message;
+        if (this.stopping && attempt >= FLUSH_ATTEMPTS) {
+          this.logger.error(`${batch.length} usage records could not be written before the stop: ${reason}; records ${JSON.stringify(batch.map((q) => q.record))}`);
           break;
         }
+        this.logger.warn(`${batch.length} usage records not written yet (try ${attempt}), trying again: ${reason}`);
         await sleep(retryDelayMs(attempt));
       }
     }
