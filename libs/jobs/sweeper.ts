@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { deleteAssetsAndOrphanBlobs } from '#libs/assets';
+import { TERMINAL_STATUSES } from '#libs/contracts';
 import { Prisma, type Db } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
 import type { Dispatcher } from './dispatcher.js';
@@ -186,7 +187,9 @@ export class Sweeper {
     let jobs = 0;
     let assets = 0;
     await this.inBatches(async () => {
-      const ids = (await this.db.job.findMany({ where: { expiresAt: { lt: now } }, select: { id: true }, take: PURGE_BATCH })).map((j) => j.id);
+      // Only jobs that ended: one still queued or running past its retention (a retention shorter
+      // than its deadlines) is purged once it ends, after it has been charged and its stream ended.
+      const ids = (await this.db.job.findMany({ where: { expiresAt: { lt: now }, status: { in: [...TERMINAL_STATUSES] } }, select: { id: true }, take: PURGE_BATCH })).map((j) => j.id);
       if (ids.length === 0) return 0;
       const owned = await this.db.asset.findMany({ where: { jobId: { in: ids } }, select: { id: true } });
       assets += await deleteAssetsAndOrphanBlobs(this.db, this.store, owned.map((a) => a.id));

@@ -256,4 +256,20 @@ describe('sweeper', () => {
     expect(await db().blob.findUnique({ where: { hash: stored.hash } })).toBeNull();
     expect(await store.has(stored.hash)).toBe(false);
   });
+
+  // A retention shorter than a job's deadlines must not delete it while it runs: it would never be
+  // charged, and a client following its events would wait for an ending that never comes.
+  it('keeps a job past its retention while it is queued or running; it goes once it has ended', async () => {
+    const account = await stack.account({ name: 'long-runner' });
+    const past = new Date(Date.now() - 1_000);
+    const running = await db().job.create({ data: { accountId: account.id, workflow: {}, status: 'running', startedAt: new Date(), expiresAt: past } });
+    const queued = await db().job.create({ data: { accountId: account.id, workflow: {}, status: 'queued', expiresAt: past } });
+    expect(await sweeper.sweep()).toMatchObject({ purgedJobs: 0 });
+    expect(await db().job.count({ where: { id: { in: [running.id, queued.id] } } })).toBe(2);
+    await db().job.update({ where: { id: running.id }, data: { status: 'succeeded', completedAt: new Date() } });
+    expect(await sweeper.sweep()).toMatchObject({ purgedJobs: 1 });
+    expect(await db().job.findUnique({ where: { id: running.id } })).toBeNull();
+    expect(await db().job.findUnique({ where: { id: queued.id } })).not.toBeNull();
+    await db().job.delete({ where: { id: queued.id } });
+  });
 });
