@@ -37,8 +37,9 @@ export function parseIdempotencyKey(header: string | string[] | undefined): stri
 export function parsePreferWait(header: string | string[] | undefined, max: number): number | undefined {
   const value = Array.isArray(header) ? header.join(',') : header;
   if (!value) return undefined;
-  // Any number of digits: a long wait is capped like any other, not ignored.
-  const m = /(?:^|[,;\s])wait=(\d{1,100})(?:$|[,;\s])/.exec(value);
+  // RFC 7240: the name in any case, optional spaces around '=', the value bare or quoted. Any
+  // number of digits: a long wait is capped like any other, not ignored.
+  const m = /(?:^|[,;\s])wait\s*=\s*("?)(\d{1,100})\1(?:$|[,;\s])/i.exec(value);
   if (!m) return undefined;
-  return Math.min(Number(m[1]), max);
+  return Math.min(Number(m[2]), max);
 }
