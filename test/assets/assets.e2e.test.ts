@@ -538,6 +538,10 @@ describe('signed URLs of the local store', () => {
     const guarded = await stack.startApi({ SURFACE: 'self-hosted', API_PORT: '0', SELF_HOSTED_TOKEN: 'local-secret-token' });
     expect((await call(`${guarded.url}/api/v2/assets/${up.body.id}`)).status).toBe(401);
     expect((await call(`${guarded.url}/api/v2/assets/${up.body.id}`, { headers: bearer('local-secret-token') })).status).toBe(200);
+    // The scheme name in any case, as on the cloud surface (RFC 7235).
+    expect((await call(`${guarded.url}/api/v2/assets/${up.body.id}`, { headers: { authorization: 'bearer local-secret-token' } })).status).toBe(200);
+    expect((await call(`${guarded.url}/api/v2/assets/${up.body.id}`, { headers: { authorization: 'BEARER local-secret-token' } })).status).toBe(200);
+    expect((await call(`${guarded.url}/api/v2/assets/${up.body.id}`, { headers: { authorization: 'Basic local-secret-token' } })).status).toBe(401);
   });
 
 });

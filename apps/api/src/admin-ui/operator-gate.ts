@@ -43,7 +43,7 @@ export function operatorGate(config: Config, pathPrefix: string, failures: AuthF
         return;
       }
     }
-    if (header?.startsWith('Bearer ') && sameMac(mac(config.signingSecret, header.slice(7).trim()), expected)) return;
+    if (header && /^bearer /i.test(header) && sameMac(mac(config.signingSecret, header.slice(7).trim()), expected)) return;
     const cookie = cookieValue(request.headers.cookie, OPERATOR_COOKIE);
     if (cookie && /^[0-9a-f]{64}$/.test(cookie) && sameMac(Buffer.from(cookie, 'hex'), expected)) return;
 

@@ -33,9 +33,10 @@ function firstHeader(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** The credential of `Authorization: Bearer <token>`; the scheme name in any case (RFC 7235), as passport reads it. */
 function bearerToken(headers: Headers): string | undefined {
-  const header = firstHeader(headers.authorization);
-  return header?.startsWith('Bearer ') ? header.slice(7) : undefined;
+  const match = /^bearer +(\S+) *$/i.exec(firstHeader(headers.authorization) ?? '');
+  return match ? match[1] : undefined;
 }
 
 /**
