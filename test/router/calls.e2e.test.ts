@@ -234,6 +234,10 @@ describe('router calls', () => {
       ['acme/flux-schnell', { prompt: 'x [[empty]]' }, /empty/],
       // A JSON model's schema document declares only JSON results: an HTML page is no result.
       ['acme/flux-schnell', { prompt: 'x [[html]]' }, /cannot interpret/],
+      // An audio model's schema declares audio results: a JSON document is no result either.
+      ['acme/tts-mini', { text: 'x [[json]]', voice: 'ember' }, /cannot interpret/],
+      // The partner refusing the router's own credentials: the caller learns nothing of them.
+      ['acme/flux-schnell', { prompt: 'x [[denied]]' }, /^(?!.*(sk-live|SECRET)).*refused the router's credentials/],
       ['nova/image-edit', { image_url: 'https://img.example/a.png', prompt: 'x [[html]]' }, /cannot interpret/],
       ['nova/image-edit', { image_url: 'https://img.example/a.png', prompt: 'x [[bad422]]' }, /cannot interpret/],
       ['lumen/video-gen-2', { prompt: 'x [[fail]]' }, /render farm/],

@@ -13,6 +13,8 @@ import type { AddressInfo } from 'node:net';
 //   html     answer 200 text/html (a gateway's error page)
 //   empty    answer 200 with no body
 //   gw504    answer 504 (the partner's own gateway timed out)
+//   json     answer 200 with a JSON document, whatever the model's own result type
+//   denied   answer 401: the partner refuses the router's own credentials (and names them)
 //   invalid  (nova) answer 422 with the partner's own validation errors, unknown types included
 //   bad422   (nova) answer 422 with a body that is not the validation shape
 //   weird    (lumen) report a generation state nobody knows
@@ -99,6 +101,8 @@ async function commonFailure(res: http.ServerResponse, d: Map<string, number>): 
   if (d.has('fail')) return json(res, 500, { error: { code: 'internal', message: 'GPU worker crashed' } }), true;
   if (d.has('busy')) return json(res, 503, { error: { code: 'overloaded', message: 'Try again later' } }), true;
   if (d.has('gw504')) return json(res, 504, { error: { code: 'timeout', message: 'Upstream inference timed out' } }), true;
+  if (d.has('json')) return json(res, 200, { status: 'ok' }), true;
+  if (d.has('denied')) return json(res, 401, { error: { code: 'invalid_api_key', message: 'Invalid API key sk-live-PARTNER-SECRET' } }), true;
   if (d.has('garbage')) {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('<html><body>502 Bad Gateway</body></html>');

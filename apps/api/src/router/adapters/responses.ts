@@ -27,14 +27,14 @@ function errorCode(parsed: unknown): unknown {
 }
 
 /**
- * A 2xx body: JSON must parse; another media type (audio, images) passes as it is, unless the
- * model's schema document declares result types without it: a gateway's HTML error page sent
- * with 200 is no result of a JSON model.
+ * A 2xx body: JSON must parse; another media type (audio, images) passes as it is. Either fails
+ * when the model's schema document declares result types without it: a gateway's HTML error page
+ * sent with 200 is no result of a JSON model, nor a JSON document one of an audio model.
  */
 export function successOrGarbage(res: UpstreamResponse, model: UpstreamModel): GenerationResult {
   if (res.body.length === 0) return errorResult('provider_error', 'The provider answered with an empty result.');
   if (isJsonContentType(res.contentType) || res.contentType === '') {
-    if (parseJson(res.body) === undefined) return uninterpretable();
+    if (parseJson(res.body) === undefined || !declaresResultType(model.resultTypes, 'application/json')) return uninterpretable();
     return successResult(res.contentType || 'application/json', res.body);
   }
   if (!declaresResultType(model.resultTypes, res.contentType)) return uninterpretable();
@@ -60,6 +60,9 @@ export function failureResult(res: UpstreamResponse): GenerationResult {
     return policyRefusal(message ?? 'The provider refused the input on content-policy grounds.', String(code));
   }
   if (res.status === 408 || res.status === 504) return errorResult('provider_timeout', 'The provider did not finish within its deadline.');
+  // The router's own credentials at the provider: its words may name them, and the caller can do
+  // nothing about them (an operator can).
+  if (res.status === 401 || res.status === 407) return errorResult('provider_error', `The provider refused the router's credentials (HTTP ${res.status}).`);
   if (res.status === 429 || res.status === 503) return errorResult('service_unavailable', 'The provider is temporarily unavailable; retry with backoff.');
   const suffix = message ? `: ${message}` : '.';
   return errorResult('provider_error', `The provider reported a failure (HTTP ${res.status})${suffix}`);
