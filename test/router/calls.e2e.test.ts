@@ -271,8 +271,10 @@ describe('router calls', () => {
       expect(waited).toBeLessThan(2_400);
       expect(reply.headers.get('retry-after')).toBeNull(); // no key, no handle
       const row = await record(expectRequestId(reply));
-      expect(row).toMatchObject({ outcome: 'deadline_exceeded', resultBucket: 'success', charged: true });
-      expect(row.durationMs).toBeGreaterThanOrEqual(2_400);
+      // The record says what the caller got, and when; the generation's own ending is beside it.
+      expect(row).toMatchObject({ outcome: 'deadline_exceeded', httpStatus: 504, resultBucket: 'success', charged: true });
+      expect(row.durationMs).toBeGreaterThanOrEqual(DEADLINE_MS - 50);
+      expect(row.durationMs).toBeLessThan(2_400);
     });
   });
 
@@ -421,7 +423,7 @@ describe('router calls', () => {
     aborter.abort();
     await expect(sent).rejects.toThrow();
     const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: ws.id, outcome: 'client_disconnected' } }));
-    expect(row).toMatchObject({ modelId: 'acme/flux-schnell', resultBucket: 'success', charged: true });
+    expect(row).toMatchObject({ modelId: 'acme/flux-schnell', resultBucket: 'success', charged: true, httpStatus: 499 });
   });
 
   it('client_disconnected before the handler runs: nothing is dispatched, the call is recorded', async () => {

@@ -10,7 +10,7 @@ import { adapterFor, errorResult, validationResult, type GenerationResult } from
 import { CatalogService, type CatalogModel } from '../catalog/catalog.service.js';
 import { isEntitled, isModelSegment, isProviderSegment } from '../catalog/model-id.js';
 import { closestIds } from '../catalog/suggestions.js';
-import { RouterError, RouterValidationError } from '../errors.js';
+import { BUCKET_STATUS, RouterError, RouterValidationError, type RouterBucket } from '../errors.js';
 import { LimitsService, type Slot } from '../limits/limits.service.js';
 import { RouterAuthService } from '../router-auth.js';
 import { LOST_CALL_GRACE_MS, UsageService, type KeyedRow } from './usage.service.js';
@@ -225,6 +225,8 @@ export class CallsService {
 
   /** Once the generation has ended and the caller has its answer (or left): what it got, and the charge. */
   private async recordEnding(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean, held: Held): Promise<void> {
+    // The call lasted until its caller had the answer (or left), however long the generation ran on.
+    const answeredAt = input.fate.settled.then(() => Date.now());
     const result = await generation.promise;
     // A keyed generation settled its held price when it was stored; this one is charged with its
     // record, which waits for the caller. A price not charged goes back to the balance at once.
@@ -233,7 +235,7 @@ export class CallsService {
     try {
       const delivered = await input.fate.settled;
       const outcome = !delivered ? 'client_disconnected' : deadlineHit ? 'deadline_exceeded' : result.bucket;
-      const durationMs = Date.now() - input.startedAt;
+      const durationMs = (await answeredAt) - input.startedAt;
       if (keyed) {
         await this.usage.setOutcome(input.callId, outcome, durationMs);
         return;
@@ -244,7 +246,8 @@ export class CallsService {
         modelId: model.id,
         outcome,
         resultBucket: this.abandoned(result) ? null : result.bucket,
-        httpStatus: result.status,
+        // What the caller got (a keyed row keeps the generation's: a replay sends it).
+        httpStatus: outcome === result.bucket ? result.status : BUCKET_STATUS[outcome as RouterBucket],
         costCents: model.priceCents,
         charged,
         durationMs,
