@@ -1,5 +1,8 @@
+import net from 'node:net';
+import { Redis } from 'ioredis';
 import { blake3Hex } from '#libs/storage';
-import { startCloud, textToImage, tinyImage, type Cloud } from '../support/cloud.js';
+import { slowJob, startCloud, textToImage, tinyImage, type Cloud } from '../support/cloud.js';
+import { TEST_REDIS_URL } from '../support/env.js';
 import { bearer, call, envelopeCode, jsonInit } from '../support/http.js';
 import { waitUntil } from '../support/jobs.js';
 import { SseClient, statusesOf } from '../support/sse.js';
@@ -191,5 +194,66 @@ describe('v2 jobs from submission to download', () => {
     expect(foreign.status).toBe(400);
     expect(envelopeCode(foreign)).toBe('invalid_request');
     expect((await call(`${origin}/api/v2/jobs?status=nope`, { headers: bearer(bob.key) })).status).toBe(400);
+  });
+
+  // The API counts an account's open event streams in this sorted set, one member per stream.
+  const openStreams = async (accountId: string) => {
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      return await redis.zcard(`${stack.redisPrefix}:streams:${accountId}`);
+    } finally {
+      redis.disconnect();
+    }
+  };
+
+  it('gives back the stream slot of a client that leaves while its stream is being opened', async () => {
+    const dave = await stack.account({ name: 'dave' });
+    await stack.accounts.setLimits(dave.id, { requestsPerMinute: 1_000_000, maxEventStreams: 3 });
+    const job = await submit({ workflow: slowJob(25_000) }, {}, dave.key);
+    const url = new URL(job.body.urls.events, origin);
+    // Each client sends the whole request and is gone 0 to 5 ms later: while the API still looks
+    // up the job, while it takes the stream's slot, or just after.
+    for (let i = 0; i < 20; i++) {
+      await new Promise<void>((resolve) => {
+        const socket = net.connect(Number(url.port), url.hostname, () => {
+          socket.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${dave.key}\r\n\r\n`);
+          setTimeout(() => socket.destroy(), i % 6);
+        });
+        socket.on('error', () => undefined);
+        socket.on('close', () => resolve());
+      });
+    }
+    // Once the API has seen them all, none of them holds a slot, and the account opens as many
+    // streams as its limit allows, counted exactly.
+    await new Promise((r) => setTimeout(r, 500));
+    await waitUntil(async () => (await openStreams(dave.id)) === 0, 5_000, 'no stream counted after the early disconnects');
+    const streams = [0, 1, 2].map(() => new SseClient(url.toString(), bearer(dave.key)));
+    for (const sse of streams) await sse.until((events) => events.length > 0, 5_000);
+    expect(streams.map((sse) => sse.status)).toEqual([200, 200, 200]);
+    expect(await openStreams(dave.id)).toBe(3);
+    const fourth = await call(url.toString(), { headers: bearer(dave.key) });
+    expect([fourth.status, envelopeCode(fourth)]).toEqual([429, 'too_many_streams']);
+    for (const sse of streams) sse.close();
+    await waitUntil(async () => (await openStreams(dave.id)) === 0, 5_000, 'no stream counted after the streams closed');
+    await follow(job.body.urls.cancel, { method: 'POST', headers: bearer(dave.key) });
+  });
+
+  it('ends the stream of a job deleted while it is followed, and gives back its slot', async () => {
+    const erin = await stack.account({ name: 'erin' });
+    // The only worker is busy with the first job; the second one, followed, waits in the queue.
+    const blocker = await submit({ workflow: slowJob(25_000) }, {}, erin.key);
+    const followed = await submit({ workflow: slowJob(25_000, 1) }, {}, erin.key);
+    const url = new URL(followed.body.urls.events, origin).toString();
+    const sse = new SseClient(url, bearer(erin.key));
+    await sse.until((events) => statusesOf(events).includes('queued'));
+    // As retention does once a job's time is up (its outputs go with it).
+    await stack.db.job.delete({ where: { id: followed.body.id } });
+    const ended = await Promise.race([sse.ended.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5_000))]);
+    sse.close();
+    expect(ended).toBe(true);
+    await waitUntil(async () => (await openStreams(erin.id)) === 0, 5_000, 'the ended stream no longer counted');
+    const again = await call(url, { headers: bearer(erin.key) });
+    expect([again.status, envelopeCode(again)]).toEqual([404, 'not_found']);
+    await follow(blocker.body.urls.cancel, { method: 'POST', headers: bearer(erin.key) });
   });
 });

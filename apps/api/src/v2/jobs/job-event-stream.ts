@@ -30,13 +30,23 @@ export interface StreamDeps {
  */
 export async function streamJobEvents(deps: StreamDeps, account: Account, jobId: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { db, config, pipeline, fanout, views, limits, draining } = deps;
+  const raw = reply.raw;
   await views.find(account.id, jobId);
   const header = request.headers['last-event-id'];
   const resumeFrom = typeof header === 'string' && isStreamId(header.trim()) ? header.trim() : null;
+  // A client may leave while the lookups wait on the database and Redis. Its connection's 'close'
+  // has then fired before the stream listens for it, so it would never be seen: the slot would be
+  // held (and refreshed by the keepalive) until the job ends. A connection already gone gets no
+  // slot, and a slot taken while it went is given back at once.
+  if (raw.destroyed) return;
   const slot = await limits.openStream(account, randomUUID());
+  if (raw.destroyed) {
+    void slot.close().catch(() => undefined);
+    return;
+  }
+  // Nothing below waits before `raw.on('close', finish)`: any later close finishes the stream.
 
   reply.hijack();
-  const raw = reply.raw;
   raw.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
@@ -119,8 +129,11 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, jobId:
     if (!waiting && ++ticks % 10 !== 0) return;
     // A read that fails is tried again at the next tick; only a failed send ends the stream.
     void enqueue(async () => {
-      const job = await pipeline.statusReads.read(jobId).catch(() => null);
-      if (!job || ended) return;
+      const job = await pipeline.statusReads.read(jobId).catch(() => undefined);
+      if (job === undefined || ended) return;
+      // The job is gone (purged after its retention, or with its account): nothing more will come
+      // and the slot would be held for ever. The client's reconnection gets 404.
+      if (job === null) return finish();
       if (isTerminal(job.status) && !waiting) return sendEnding(job.status);
       knownStatus = job.status;
       if (job.status !== 'queued') return;
