@@ -81,6 +81,9 @@ export async function finishJob(
         completed_at = ${now},
         execution_ms = CASE WHEN started_at IS NULL THEN NULL
                             ELSE greatest(0, floor(extract(epoch FROM (${now}::timestamptz - started_at)) * 1000))::int END,
+        -- A job that ends without ever starting (canceled or expired in the queue) waited all its life.
+        queue_ms = CASE WHEN started_at IS NULL AND queue_ms IS NULL
+                        THEN greatest(0, floor(extract(epoch FROM (${now}::timestamptz - created_at)) * 1000))::int ELSE queue_ms END,
         error = CASE WHEN status = 'canceling' THEN error ELSE coalesce(${error}::jsonb, error) END,
         progress = coalesce(${progress}::jsonb, progress),
         charged_credits = CASE WHEN started_at IS NULL THEN 0

@@ -32,6 +32,16 @@ describe('ending a job', () => {
     expect(await stack.db.creditLedgerEntry.count({ where: { ref: job.id } })).toBe(1);
   });
 
+  it.each(['canceled', 'expired'] as const)('gives a job %s in the queue the time it waited as queue_ms, and no execution_ms', async (status) => {
+    const account = await stack.account({ name: `queued-${status}` });
+    const job = await stack.db.job.create({ data: { accountId: account.id, workflow: {}, status: 'queued', createdAt: new Date(Date.now() - 1_500), expiresAt: new Date(Date.now() + 3_600_000) } });
+    const done = await finishJob(stack.db, job.id, { status }, 1);
+    expect(done!.queueMs).toBeGreaterThanOrEqual(1_500);
+    expect(done!.queueMs).toBeLessThan(60_000);
+    expect(done!.executionMs).toBeNull();
+    expect(done!.chargedCredits).toBe(0n);
+  });
+
   it('ends a running job as its run ended', async () => {
     const job = await started('running');
     const done = await finishJob(stack.db, job.id, { status: 'failed', error: failure }, 1);
