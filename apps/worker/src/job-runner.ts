@@ -49,6 +49,10 @@ export interface RunnerDeps {
 // moves, slowly, a large video for instance.
 const STORING_ALLOWANCE_SECONDS = 15 * 60;
 
+// Once the engine has ended a prompt, the longest the worker waits for the last lines it prints for
+// it (RunContext.logSettled); they normally follow the terminal message within a millisecond.
+const LOG_TAIL_WAIT_MS = 1000;
+
 // A handed-back job runs again elsewhere; once its attempts are used up it fails with `code`.
 type Ending = { outcome: Outcome } | { handBack: string; code?: string };
 
@@ -74,6 +78,12 @@ export class JobRunner {
   stage = 'idle';
   /** The job this worker holds, from its claim until its ending is written; the sweeper trusts this. */
   private holding: string | null = null;
+  /**
+   * Whether the engine prints a closing line for its prompts. One that does not (its logs are not
+   * sent) would cost every job the whole wait: after one wait in vain the runner waits no more,
+   * until a job's log shows the line again.
+   */
+  private closingLinePrinted = true;
 
   constructor(private readonly d: RunnerDeps) {}
 
@@ -334,6 +344,10 @@ export class JobRunner {
         if (history) ctx.settleFromHistory(history);
         else jobLog('warn', 'no engine history to check for outputs the socket missed', { engine_prompt_id: promptId });
       }
+      // The log is written with the terminal status, so a client that sees the status can read it
+      // at once: it must hold the lines the engine prints after its terminal message too. The
+      // outputs are being stored meanwhile.
+      if (!handBackReason) this.closingLinePrinted = this.closingLinePrinted ? await ctx.logSettled(LOG_TAIL_WAIT_MS) : ctx.logEndedYet();
     } finally {
       clearInterval(cancelWatch);
       // A progress or preview still waiting for its throttle's turn goes out now: fired later, it

@@ -21,6 +21,13 @@ export interface RunHooks {
   progressText(nodeId: string, text: string): void;
 }
 
+/**
+ * The line the engine prints once a prompt is over, whatever its outcome (ComfyUI's main.py, after
+ * `execution_success` / `_error` / `_interrupted` and the closing `executing` with `node: null`;
+ * the sim-engine does the same). Nothing more is printed for that prompt after it.
+ */
+const PROMPT_DONE_LINE = /^Prompt executed in /m;
+
 interface DataWithPrompt {
   prompt_id?: string;
 }
@@ -39,6 +46,11 @@ export class RunContext {
   /** Nodes whose outputs were already handed on, so history does not report them twice. */
   private readonly reported = new Set<string>();
   done = false;
+  /** The engine said how the prompt ended (a terminal message, or its history). */
+  private concluded = false;
+  private logEndSeen = false;
+  private logEnded!: () => void;
+  private readonly logEnd = new Promise<void>((resolve) => (this.logEnded = resolve));
 
   constructor(
     readonly promptId: string,
@@ -60,7 +72,15 @@ export class RunContext {
   onMessage(message: EngineMessage): void {
     if (message.type === 'logs') {
       const entries = (message.data as { entries?: { m?: unknown }[] }).entries ?? [];
-      for (const e of entries) if (typeof e.m === 'string') this.log.add(e.m);
+      for (const e of entries) {
+        if (typeof e.m !== 'string') continue;
+        this.log.add(e.m);
+        // Only after the terminal message: an earlier one is a previous prompt's.
+        if (this.concluded && PROMPT_DONE_LINE.test(e.m)) {
+          this.logEndSeen = true;
+          this.logEnded();
+        }
+      }
       return;
     }
     const data = (message.data ?? {}) as DataWithPrompt & Record<string, unknown>;
@@ -126,8 +146,35 @@ export class RunContext {
     else this.conclude({ type: 'execution_error', data: { prompt_id: this.promptId, exception_message: 'The engine recorded the prompt as failed without saying why.' } });
   }
 
+  /**
+   * Resolves once the engine printed the last line for this prompt (true), or after `maxMs`
+   * (false; true also when the engine never ended the prompt, as nothing was to be waited for).
+   *
+   * The engine pushes what it prints as `logs` messages, apart from its execution messages and
+   * batched (the sim flushes on the next turn of its event loop), and prints the prompt's last lines
+   * ("!!! Exception during processing !!!" and its traceback, "Prompt executed in …") around or
+   * after the terminal message: a log taken at that message misses them. The closing line comes
+   * right behind it, so this rarely waits more than a moment; `maxMs` bounds an engine that never
+   * prints it. Not waited for when the engine never ended the prompt (never sent, deleted from its
+   * queue, lost). An empty capture is no sign of a missing log: a quick prompt may be over before
+   * the engine flushes even its "got prompt".
+   */
+  async logSettled(maxMs: number): Promise<boolean> {
+    if (!this.concluded) return true;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.logEnd, new Promise<void>((resolve) => (timer = setTimeout(resolve, maxMs)))]);
+    clearTimeout(timer);
+    return this.logEndSeen;
+  }
+
+  /** Whether the prompt's closing line has come already (see logSettled). */
+  logEndedYet(): boolean {
+    return this.logEndSeen;
+  }
+
   private conclude(message: EngineMessage): void {
     const data = (message.data ?? {}) as Record<string, unknown>;
+    this.concluded = true;
     this.hooks.forward(message);
     if (message.type === 'execution_success') {
       this.tracker.complete();
