@@ -46,6 +46,13 @@ describe('deadlines, retention and tenant isolation', () => {
     expect(done.body.status).toBe('succeeded');
     expect(Date.parse(done.body.expires_at) - Date.parse(done.body.created_at)).toBeGreaterThanOrEqual(59_000);
     const output = done.body.outputs[0];
+    // Its link ends no later than the output does (the link's TTL is an hour, the retention a minute),
+    // in the job, in the list and as the asset.
+    const listed = (await call(`${cloud.api.url}/api/v2/jobs?limit=5`, { headers: bearer(alice.key) })).body.data.find((j: { id: string }) => j.id === done.body.id);
+    const asset = (await call(`${cloud.api.url}/api/v2/assets/${output.id}`, { headers: bearer(alice.key) })).body;
+    for (const link of [output, listed.outputs[0], (await get(done.body.id)).body.outputs[0], asset]) {
+      expect(Date.parse(link.url_expires_at)).toBeLessThanOrEqual(Date.parse(done.body.expires_at));
+    }
     await stack.db.job.update({ where: { id: done.body.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
     await stack.db.asset.updateMany({ where: { jobId: done.body.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
     await waitUntil(async () => (await get(done.body.id)).status === 404, 20_000, 'retention sweep');

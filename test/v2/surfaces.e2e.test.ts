@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { startCloud, tinyImage, type Cloud } from '../support/cloud.js';
+import { slowJob, startCloud, tinyImage, type Cloud } from '../support/cloud.js';
 import { bearer, call, callWithHost, envelopeCode, jsonInit } from '../support/http.js';
 import type { RunningProcess } from '../support/processes.js';
 import { SseClient, statusesOf } from '../support/sse.js';
@@ -109,10 +109,162 @@ describe('surfaces', () => {
       const none = await submitTo('/deployment/no-such-app/api/v2/jobs', pinned);
       expect(none.status).toBe(404);
       expect((await submitTo('/api/v2/jobs', pinned)).status).toBe(404);
+      const key = { 'idempotency-key': `before-stop-${stack.name}` };
+      const kept = await submitTo('/deployment/my-app/api/v2/jobs', pinned, key);
+      expect(kept.status).toBe(201);
       expect((await stack.admin(['deployment', 'stop', '--id', 'my-app'])).code).toBe(0);
       const stopped = await submitTo('/deployment/my-app/api/v2/jobs', pinned);
       expect(stopped.status).toBe(422);
       expect(envelopeCode(stopped)).toBe('deployment_stopped');
+      // A retry of a submission made before the stop still gets its job: the stop concerns new ones.
+      const retried = await submitTo('/deployment/my-app/api/v2/jobs', pinned, key);
+      expect(retried.status).toBe(200);
+      expect(retried.body.id).toBe(kept.body.id);
+    });
+
+    // Alice's deployments: d1 starting, d2 ready, d3 stopped, d4 ready; d2, d3 and d4 pin the same
+    // workflow, so a body d2 takes passes their structure check. Plus a job of hers on the cloud.
+    describe('job routes are scoped to the addressed deployment', () => {
+      const d2Pinned = slowJob(4000, 21);
+      const d1 = 'scope-starting';
+      const d2 = 'scope-ready';
+      const d3 = 'scope-stopped';
+      const d4 = 'scope-other';
+      const d2Jobs: string[] = [];
+      let cloudJob: string;
+      const headers = () => bearer(alice.key);
+      const get = (path: string, init: RequestInit = {}) => call(`${api.url}${path}`, { ...init, headers: { ...headers(), ...(init.headers as Record<string, string>) } });
+      /** Every job route of one job id under a prefix ('' for none), as [name, reply]. */
+      const jobRoutes = async (prefix: string, id: string) => [
+        ['get', await get(`${prefix}/api/v2/jobs/${id}`)],
+        ['workflow', await get(`${prefix}/api/v2/jobs/${id}/workflow`)],
+        ['events', await get(`${prefix}/api/v2/jobs/${id}/events`)],
+        ['logs', await get(`${prefix}/api/v2/jobs/${id}/logs`)],
+        ['cancel', await get(`${prefix}/api/v2/jobs/${id}/cancel`, { method: 'POST' })],
+      ] as const;
+      const answer = (r: { status: number; body: any }) => ({ status: r.status, code: r.body?.error?.code, message: r.body?.error?.message });
+
+      beforeAll(async () => {
+        const create = async (id: string, wf: unknown, then?: 'ready' | 'stop') => {
+          const file = `/tmp/${stack.name}-${id}.json`;
+          writeFileSync(file, JSON.stringify(wf));
+          expect((await stack.admin(['deployment', 'create', '--account', alice.id, '--id', id, '--workflow', file])).code).toBe(0);
+          if (then) expect((await stack.admin(['deployment', then, '--id', id])).code).toBe(0);
+        };
+        await create(d1, tinyImage(20));
+        await create(d2, d2Pinned, 'ready');
+        await create(d3, d2Pinned, 'stop');
+        await create(d4, d2Pinned, 'ready');
+        for (let i = 0; i < 2; i++) {
+          const res = await submitTo(`/deployment/${d2}/api/v2/jobs`, d2Pinned);
+          expect(res.status).toBe(201);
+          d2Jobs.push(res.body.id);
+        }
+        const cloudRes = await call(`${cloud.api.url}/comfy/api/v2/jobs`, jsonInit('POST', { workflow: tinyImage(22) }, bearer(alice.key)));
+        expect(cloudRes.status).toBe(201);
+        cloudJob = cloudRes.body.id;
+      });
+
+      afterAll(async () => {
+        // The slow jobs would hold the one worker the later tests share.
+        for (const id of d2Jobs) await get(`/deployment/${d2}/api/v2/jobs/${id}/cancel`, { method: 'POST' });
+      });
+
+      it('an unknown deployment answers every job route as submit does', async () => {
+        const unknownSubmit = answer(await submitTo('/deployment/zz/api/v2/jobs', d2Pinned));
+        expect(unknownSubmit.status).toBe(404);
+        expect((await get('/deployment/zz/workflow')).status).toBe(404);
+        for (const [route, r] of await jobRoutes('/deployment/zz', d2Jobs[0]!)) expect({ route, ...answer(r) }).toEqual({ route, ...unknownSubmit });
+        expect({ route: 'list', ...answer(await get('/deployment/zz/api/v2/jobs?limit=100')) }).toEqual({ route: 'list', ...unknownSubmit });
+      });
+
+      it('with no deployment in host or path, every job route answers as submit does', async () => {
+        const noneSubmit = answer(await submitTo('/api/v2/jobs', d2Pinned));
+        expect(noneSubmit.status).toBe(404);
+        for (const [route, r] of await jobRoutes('', d2Jobs[0]!)) expect({ route, ...answer(r) }).toEqual({ route, ...noneSubmit });
+        expect({ route: 'list', ...answer(await get('/api/v2/jobs?limit=100')) }).toEqual({ route: 'list', ...noneSubmit });
+      });
+
+      it("another deployment's job and a cloud job answer 404 exactly as an unknown id, by path and by host", async () => {
+        const unknownId = answer(await get(`/deployment/${d1}/api/v2/jobs/00000000-0000-4000-8000-000000000000`));
+        expect(unknownId.status).toBe(404);
+        for (const [prefix, id] of [[`/deployment/${d1}`, d2Jobs[0]!], [`/deployment/${d4}`, d2Jobs[0]!], [`/deployment/${d2}`, cloudJob]] as const) {
+          for (const [route, r] of await jobRoutes(prefix, id)) expect({ prefix, route, ...answer(r) }).toEqual({ prefix, route, ...unknownId });
+        }
+        const byHost = await callWithHost(`${api.url}/api/v2/jobs/${d2Jobs[0]}`, `${d1}.deploy.test`, { headers: headers() });
+        expect(answer(byHost)).toEqual(unknownId);
+        // Its own deployment still reads it, by path and by host, with its own links.
+        const own = await get(`/deployment/${d2}/api/v2/jobs/${d2Jobs[0]}`);
+        expect(own.status).toBe(200);
+        expect(own.body.urls.self).toBe(`/deployment/${d2}/api/v2/jobs/${d2Jobs[0]}`);
+        expect((await callWithHost(`${api.url}/api/v2/jobs/${d2Jobs[0]}`, `${d2}.deploy.test`, { headers: headers() })).status).toBe(200);
+        expect((await get(`/deployment/${d2}/api/v2/jobs/${d2Jobs[0]}/workflow`)).body.workflow).toEqual(d2Pinned);
+        // The cloud surface is unchanged: it sees every job of the account.
+        expect((await call(`${cloud.api.url}/comfy/api/v2/jobs/${d2Jobs[0]}`, { headers: headers() })).status).toBe(200);
+      });
+
+      it("lists only the addressed deployment's jobs", async () => {
+        const starting = await get(`/deployment/${d1}/api/v2/jobs?limit=100`);
+        expect(starting.status).toBe(200);
+        expect(starting.body.data).toEqual([]);
+        const ready = await get(`/deployment/${d2}/api/v2/jobs?limit=100`);
+        expect(ready.status).toBe(200);
+        expect(ready.body.data.map((j: { id: string }) => j.id).sort()).toEqual([...d2Jobs].sort());
+        for (const job of ready.body.data) expect(job.urls.self).toBe(`/deployment/${d2}/api/v2/jobs/${job.id}`);
+        const byHost = await callWithHost(`${api.url}/api/v2/jobs?limit=100`, `${d4}.deploy.test`, { headers: headers() });
+        expect(byHost.body.data).toEqual([]);
+      });
+
+      it("does not cancel another deployment's job", async () => {
+        const through = await get(`/deployment/${d1}/api/v2/jobs/${d2Jobs[1]}/cancel`, { method: 'POST' });
+        expect(through.status).toBe(404);
+        const after = await get(`/deployment/${d2}/api/v2/jobs/${d2Jobs[1]}`);
+        expect(['queued', 'running', 'succeeded']).toContain(after.body.status);
+        const own = await get(`/deployment/${d2}/api/v2/jobs/${d2Jobs[1]}/cancel`, { method: 'POST' });
+        expect(own.status).toBe(200);
+        expect(['canceling', 'canceled']).toContain(own.body.status);
+      });
+
+      it('a stopped or starting deployment answers so, rather than replay a key used on another deployment', async () => {
+        const key = { 'idempotency-key': `scope-${stack.name}` };
+        const first = await submitTo(`/deployment/${d2}/api/v2/jobs`, d2Pinned, key);
+        expect(first.status).toBe(201);
+        d2Jobs.push(first.body.id);
+        const again = await submitTo(`/deployment/${d2}/api/v2/jobs`, d2Pinned, key);
+        expect(again.status).toBe(200);
+        expect(again.headers.get('idempotent-replayed')).toBe('true');
+        expect(again.body.id).toBe(first.body.id);
+
+        const stopped = await submitTo(`/deployment/${d3}/api/v2/jobs`, d2Pinned, key);
+        expect(stopped.status).toBe(422);
+        expect(envelopeCode(stopped)).toBe('deployment_stopped');
+        const starting = await submitTo(`/deployment/${d1}/api/v2/jobs`, d2Pinned, key);
+        expect(starting.status).toBe(429);
+        expect(envelopeCode(starting)).toBe('deployment_not_ready');
+        expect((await submitTo('/deployment/zz/api/v2/jobs', d2Pinned, key)).status).toBe(404);
+      });
+
+      it('replays a key only on the deployment that used it: on another one or on the cloud it is a reused key', async () => {
+        const key = { 'idempotency-key': `scope-elsewhere-${stack.name}` };
+        const first = await submitTo(`/deployment/${d2}/api/v2/jobs`, d2Pinned, key);
+        expect(first.status).toBe(201);
+        d2Jobs.push(first.body.id);
+        const other = await submitTo(`/deployment/${d4}/api/v2/jobs`, d2Pinned, key);
+        expect(other.status).toBe(422);
+        expect(envelopeCode(other)).toBe('idempotency_key_reuse');
+        const onCloud = await call(`${cloud.api.url}/comfy/api/v2/jobs`, jsonInit('POST', { workflow: d2Pinned }, bearer(alice.key, key)));
+        expect(onCloud.status).toBe(422);
+        expect(envelopeCode(onCloud)).toBe('idempotency_key_reuse');
+
+        // And the other way: a key first used on the cloud is not replayed through a deployment.
+        const cloudKey = { 'idempotency-key': `scope-cloud-${stack.name}` };
+        const cloudFirst = await call(`${cloud.api.url}/comfy/api/v2/jobs`, jsonInit('POST', { workflow: d2Pinned }, bearer(alice.key, cloudKey)));
+        expect(cloudFirst.status).toBe(201);
+        await call(`${cloud.api.url}/comfy/api/v2/jobs/${cloudFirst.body.id}/cancel`, { method: 'POST', headers: headers() });
+        const viaDeployment = await submitTo(`/deployment/${d2}/api/v2/jobs`, d2Pinned, cloudKey);
+        expect(viaDeployment.status).toBe(422);
+        expect(envelopeCode(viaDeployment)).toBe('idempotency_key_reuse');
+      });
     });
   });
 

@@ -12,6 +12,24 @@ import { jobColumns, jobFromRow } from '#libs/jobs';
 
 export type JobWithOutputs = Job & { outputs: (JobOutput & { asset: Asset & { blob: Blob } })[] };
 
+/**
+ * Whose jobs a request sees: the account's, and on the deployment surface only the addressed
+ * deployment's, so that a deployment's API reads, lists and cancels nothing else of the account
+ * (its cloud jobs, another deployment's). `deploymentId: null` (cloud, self-hosted) does not filter.
+ * A bare account id, as v1 and the event stream pass, is the account's jobs unfiltered.
+ */
+export interface JobScope {
+  accountId: string;
+  deploymentId: string | null;
+}
+
+/** The condition on `jobs j` that keeps a read within its scope. */
+function inScope(owner: string | JobScope): Prisma.Sql {
+  const { accountId, deploymentId } = typeof owner === 'string' ? { accountId: owner, deploymentId: null } : owner;
+  const deployment = deploymentId === null ? Prisma.empty : Prisma.sql`AND j.deployment_id = ${deploymentId}`;
+  return Prisma.sql`j.account_id = ${accountId}::uuid ${deployment}`;
+}
+
 /** One page of the caller's jobs, newest first; `after` is the last job of the previous page. */
 export interface JobPageQuery {
   limit: number;
@@ -24,7 +42,8 @@ const OUTPUTS_OF_J = Prisma.sql`(
   SELECT coalesce(json_agg(json_build_object(
     'id', o.id, 'job_id', o.job_id, 'asset_id', o.asset_id, 'node_id', o.node_id, 'type', o.type,
     'engine_key', o.engine_key, 'engine_type', o.engine_type, 'name', o.name,
-    'blob_hash', a.blob_hash, 'content_type', a.content_type, 'file_path', a.file_path, 'size_bytes', b.size_bytes
+    'blob_hash', a.blob_hash, 'content_type', a.content_type, 'file_path', a.file_path, 'size_bytes', b.size_bytes,
+    'expires_at', a.expires_at
   ) ORDER BY o.id), '[]')
   FROM job_outputs o
   LEFT JOIN assets a ON a.id = o.asset_id
@@ -46,6 +65,8 @@ interface OutputRow {
   content_type: string;
   file_path: string;
   size_bytes: number;
+  /** The asset's retention (json_build_object writes timestamps as ISO text); null: kept. */
+  expires_at: string | null;
 }
 
 function withOutputs(row: JobRowWithOutputs): JobWithOutputs {
@@ -64,7 +85,13 @@ function outputFromRow(o: OutputRow): JobWithOutputs['outputs'][number] {
     engineKey: o.engine_key,
     engineType: o.engine_type,
     name: o.name,
-    asset: { blobHash: o.blob_hash, contentType: o.content_type, filePath: o.file_path, blob: { sizeBytes: BigInt(o.size_bytes) } },
+    asset: {
+      blobHash: o.blob_hash,
+      contentType: o.content_type,
+      filePath: o.file_path,
+      expiresAt: o.expires_at === null ? null : new Date(o.expires_at),
+      blob: { sizeBytes: BigInt(o.size_bytes) },
+    },
   } as unknown as JobWithOutputs['outputs'][number];
 }
 
@@ -82,31 +109,31 @@ export class JobViews {
 
   /**
    * The caller's job with its outputs, in one query (polling is the hot path), or 404 exactly as
-   * for a job that does not exist.
+   * for a job that does not exist (a job out of the scope included).
    */
-  async find(accountId: string, jobId: string): Promise<JobWithOutputs> {
-    const job = await this.findOrNull(accountId, jobId);
+  async find(scope: string | JobScope, jobId: string): Promise<JobWithOutputs> {
+    const job = await this.findOrNull(scope, jobId);
     if (!job) throw ApiError.notFound('job');
     return job;
   }
 
   /** As `find`, with null for a job the caller does not have (v1 answers those its own way). */
-  async findOrNull(accountId: string, jobId: string): Promise<JobWithOutputs | null> {
+  async findOrNull(scope: string | JobScope, jobId: string): Promise<JobWithOutputs | null> {
     const rows = await this.db.$queryRaw<JobRowWithOutputs[]>`
       SELECT ${jobColumns('j')}, ${OUTPUTS_OF_J}
       FROM jobs j
-      WHERE j.id = ${jobId}::uuid AND j.account_id = ${accountId}::uuid`;
+      WHERE j.id = ${jobId}::uuid AND ${inScope(scope)}`;
     return rows[0] ? withOutputs(rows[0]) : null;
   }
 
   /** One page of the caller's jobs with their outputs, in one query; `limit + 1` rows at most. */
-  async page(accountId: string, q: JobPageQuery): Promise<JobWithOutputs[]> {
+  async page(scope: string | JobScope, q: JobPageQuery): Promise<JobWithOutputs[]> {
     const statuses = q.statuses ? Prisma.sql`AND j.status = ANY(${q.statuses}::"JobStatus"[])` : Prisma.empty;
     const after = q.after ? Prisma.sql`AND (j.created_at, j.id) < (${new Date(q.after.t)}, ${q.after.id}::uuid)` : Prisma.empty;
     const rows = await this.db.$queryRaw<JobRowWithOutputs[]>`
       SELECT ${jobColumns('j')}, ${OUTPUTS_OF_J}
       FROM jobs j
-      WHERE j.account_id = ${accountId}::uuid ${statuses} ${after}
+      WHERE ${inScope(scope)} ${statuses} ${after}
       ORDER BY j.created_at DESC, j.id DESC
       LIMIT ${q.limit + 1}`;
     return rows.map(withOutputs);

@@ -104,9 +104,12 @@ export class SubmissionService {
   async submit(account: Account, req: SubmitRequest): Promise<Submitted> {
     // A retry of a submission that created its job gets that job, before any other check: what
     // changed since (the account suspended, the deployment stopped, an input asset deleted, no
-    // engine up) concerns new jobs, not the one the client already has.
+    // engine up) concerns new jobs, not the one the client already has. A key is replayed only
+    // where it was used, on the same deployment or off them all (replay()).
     // Only a keyed submission is ever compared with another, so only it is hashed.
-    const keyed = req.idempotencyKey ? { key: req.idempotencyKey, hash: createHash('sha256').update(canonical(req.workflow)).digest('hex') } : null;
+    const keyed = req.idempotencyKey
+      ? { key: req.idempotencyKey, hash: createHash('sha256').update(canonical(req.workflow)).digest('hex'), deployment: req.deployment ?? null }
+      : null;
     if (keyed) {
       const replay = await this.replay(account, keyed);
       if (replay) return { job: replay, replayed: true };
@@ -188,8 +191,11 @@ export class SubmissionService {
     return { job, replayed: false };
   }
 
-  /** The job an unexpired key already maps to; 422 when the key was used for another body. */
-  private async replay(account: Account, { key, hash: requestHash }: { key: string; hash: string }): Promise<Job | null> {
+  /**
+   * The job an unexpired key already maps to; 422 when the key was used for another body, or on
+   * another surface or deployment (keys are the account's, so the same key there is another request).
+   */
+  private async replay(account: Account, { key, hash: requestHash, deployment }: { key: string; hash: string; deployment: Deployment | null }): Promise<Job | null> {
     const record = await this.db.idempotencyRecord.findUnique({ where: { accountId_key: { accountId: account.id, key } }, include: { job: true } });
     if (!record) return null;
     if (record.expiresAt.getTime() <= Date.now()) {
@@ -198,6 +204,12 @@ export class SubmissionService {
     }
     if (record.requestHash !== requestHash) {
       throw new ApiError('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request body.');
+    }
+    if (record.job.deploymentId !== (deployment?.id ?? null)) {
+      // Another deployment's job, or one off the deployments: this deployment answers as it stands
+      // first, then as for any key used with another request.
+      if (deployment) this.checkDeploymentState(deployment);
+      throw new ApiError('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request (another deployment or surface).');
     }
     return record.job;
   }
@@ -224,8 +236,16 @@ export class SubmissionService {
 
   /** A deployment takes submissions only when ready, and only of its pinned structure. */
   checkDeployment(deployment: Deployment, workflow: unknown): void {
+    this.checkDeploymentState(deployment);
+    this.checkPinned(deployment, workflow);
+  }
+
+  private checkDeploymentState(deployment: Deployment): void {
     if (deployment.status === 'stopped') throw new ApiError('deployment_stopped', 'This deployment is stopped.');
     if (deployment.status === 'starting') throw ApiError.retryAfter('deployment_not_ready', 'This deployment is starting; retry shortly.', 5);
+  }
+
+  private checkPinned(deployment: Deployment, workflow: unknown): void {
     const problems = checkPinnedStructure(deployment.workflow as unknown as ApiWorkflow, workflow);
     if (Object.keys(problems).length > 0) {
       throw new ApiError('invalid_workflow', 'A deployment runs its pinned workflow; only literal input values may differ.', { node_errors: problems });

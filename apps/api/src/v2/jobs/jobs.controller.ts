@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError, isTerminal, type JobView } from '#libs/contracts';
-import type { Account, Db } from '#libs/db';
+import type { Account, Db, Deployment } from '#libs/db';
 import { toV2NodeErrors } from '#libs/workflow';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { Draining } from '../../core/draining.js';
@@ -13,13 +13,18 @@ import { UuidPipe } from '../../http/uuid.pipe.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
 import { JobControl } from '../../jobs/job-control.service.js';
 import { JobPipeline } from '../../jobs/job-pipeline.js';
-import { JobViews } from '../../jobs/job-views.service.js';
+import { JobViews, type JobScope } from '../../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../../jobs/submission.service.js';
 import { AccountLimits, RateLimitGuard } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
 import { streamJobEvents } from './job-event-stream.js';
 import { nextCursor, parseJobListQuery } from './job-list.js';
 import { parseIdempotencyKey, parsePreferWait, parseSubmitBody } from './submit-body.js';
+
+/** The jobs a request on `deployment` (null off the deployment surface) may see: see `JobScope`. */
+function scopeOf(account: Account, deployment: Deployment | null): JobScope {
+  return { accountId: account.id, deploymentId: deployment?.id ?? null };
+}
 
 @JobDocs.controller()
 @Controller()
@@ -70,7 +75,7 @@ export class JobsController {
       reply.header('preference-applied', `wait=${wait}`);
     }
     reply.status(submitted.replayed ? 200 : 201);
-    if (submitted.replayed) return this.views.render(await this.views.find(account.id, submitted.job.id), request);
+    if (submitted.replayed) return this.views.render(await this.views.find(scopeOf(account, deployment), submitted.job.id), request);
     return this.views.renderCreated(submitted.job, request, wait !== undefined);
   }
 
@@ -101,11 +106,23 @@ export class JobsController {
     });
   }
 
+  /**
+   * Whose jobs this request sees. On the deployment surface every job route resolves the addressed
+   * deployment as a submission does (none addressed, unknown, another account's: the same 404), and
+   * sees that deployment's jobs only: a deployment's API must not reach the account's cloud jobs or
+   * another deployment's, and a job out of scope answers 404 as an unknown id, not as a job that is
+   * someone else's. Elsewhere the scope is the account.
+   */
+  private async scope(account: Account, request: FastifyRequest): Promise<JobScope> {
+    return scopeOf(account, await this.deployments.resolve(request, account));
+  }
+
   @Get('api/v2/jobs')
   @JobDocs.list()
   async list(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest) {
+    const scope = await this.scope(account, request);
     const q = parseJobListQuery(query, this.config.signingSecret, account.id);
-    const rows = await this.views.page(account.id, q);
+    const rows = await this.views.page(scope, q);
     const page = rows.slice(0, q.limit);
     const hasMore = rows.length > q.limit;
     return {
@@ -119,19 +136,23 @@ export class JobsController {
   @Get('api/v2/jobs/:id')
   @JobDocs.get()
   async get(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest): Promise<JobView> {
-    return this.views.render(await this.views.find(account.id, id), request);
+    return this.views.render(await this.views.find(await this.scope(account, request), id), request);
   }
 
   @Get('api/v2/jobs/:id/workflow')
   @JobDocs.workflow()
-  async workflow(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string) {
-    const job = await this.views.find(account.id, id);
+  async workflow(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest) {
+    const job = await this.views.find(await this.scope(account, request), id);
     return { workflow: job.workflow, format: 'api' };
   }
 
   @Get('api/v2/jobs/:id/events')
   @JobDocs.events()
   async events(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    // The stream itself checks that the job is the account's; that it is the addressed deployment's
+    // is checked here (off the deployment surface the scope is the account: nothing more to check).
+    const scope = await this.scope(account, request);
+    if (scope.deploymentId !== null) await this.views.find(scope, id);
     const { db, config, pipeline, fanout, views, limits } = this;
     await streamJobEvents({ db, config, pipeline, fanout, views, limits, draining: this.stopping }, account, id, request, reply);
   }
@@ -140,17 +161,19 @@ export class JobsController {
   @JobDocs.cancel()
   @HttpCode(200)
   async cancel(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest): Promise<JobView> {
-    const job = await this.views.find(account.id, id);
+    const scope = await this.scope(account, request);
+    const job = await this.views.find(scope, id);
     await this.control.cancel(job);
-    return this.views.render(await this.views.find(account.id, id), request);
+    return this.views.render(await this.views.find(scope, id), request);
   }
 
   @Get('api/v2/jobs/:id/logs')
   @JobDocs.logs()
-  async logs(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Res() reply: FastifyReply): Promise<FastifyReply> {
+  async logs(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<FastifyReply> {
+    const scope = await this.scope(account, request);
     // The contract: without logs, a routing 404 that cannot be told from the job being gone.
     if (!this.config.jobs.captureLogs) throw ApiError.notFound('job');
-    const job = await this.views.find(account.id, id);
+    const job = await this.views.find(scope, id);
     if (!isTerminal(job.status) || job.logText === null || !job.logCapturedAt) return reply.status(204).send();
     return reply.status(200).send({ text: job.logText, truncated: job.logTruncated, captured_at: job.logCapturedAt.toISOString() });
   }
