@@ -40,7 +40,7 @@ describe('streamJobEvents when a live event cannot be sent', () => {
       draining: { onDraining: () => () => undefined },
     } as unknown as StreamDeps;
     app = Fastify({ logger: false });
-    app.get('/events', (request, reply) => streamJobEvents(deps, { id: 'account' } as never, JOB_ID, request, reply));
+    app.get('/events', (request, reply) => streamJobEvents(deps, { id: 'account' } as never, { accountId: 'account', deploymentId: null }, JOB_ID, request, reply));
     await app.listen({ port: 0, host: '127.0.0.1' });
   });
   afterAll(async () => {

@@ -7,7 +7,7 @@ import { compareStreamIds, isStreamId, type StoredJobEvent } from '#libs/jobs';
 import type { Draining } from '../../core/draining.js';
 import type { EventFanout } from '../../jobs/event-fanout.js';
 import type { JobPipeline } from '../../jobs/job-pipeline.js';
-import type { JobViews } from '../../jobs/job-views.service.js';
+import type { JobScope, JobViews } from '../../jobs/job-views.service.js';
 import type { AccountLimits } from '../../limits/index.js';
 import { SseSink } from './sse-sink.js';
 
@@ -28,10 +28,10 @@ export interface StreamDeps {
  * status, progress and preview), then live events from any worker, deduplicated by stream id so
  * nothing is sent twice or lost in between. The stream ends after the terminal status.
  */
-export async function streamJobEvents(deps: StreamDeps, account: Account, jobId: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function streamJobEvents(deps: StreamDeps, account: Account, scope: JobScope, jobId: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { db, config, pipeline, fanout, views, limits, draining } = deps;
   const raw = reply.raw;
-  await views.find(account.id, jobId);
+  await views.find(scope, jobId);
   const header = request.headers['last-event-id'];
   const resumeFrom = typeof header === 'string' && isStreamId(header.trim()) ? header.trim() : null;
   // A client may leave while the lookups wait on the database and Redis. Its connection's 'close'

@@ -149,12 +149,8 @@ export class JobsController {
   @Get('api/v2/jobs/:id/events')
   @JobDocs.events()
   async events(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    // The stream itself checks that the job is the account's; that it is the addressed deployment's
-    // is checked here (off the deployment surface the scope is the account: nothing more to check).
-    const scope = await this.scope(account, request);
-    if (scope.deploymentId !== null) await this.views.find(scope, id);
     const { db, config, pipeline, fanout, views, limits } = this;
-    await streamJobEvents({ db, config, pipeline, fanout, views, limits, draining: this.stopping }, account, id, request, reply);
+    await streamJobEvents({ db, config, pipeline, fanout, views, limits, draining: this.stopping }, account, await this.scope(account, request), id, request, reply);
   }
 
   @Post('api/v2/jobs/:id/cancel')
