@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
-import type { AuthFailures } from '../auth/index.js';
+import { bearerToken, type AuthFailures } from '../auth/index.js';
 import { sendError } from '../http/error-body.js';
 
 export const OPERATOR_COOKIE = 'cc_operator';
@@ -43,7 +43,8 @@ export function operatorGate(config: Config, pathPrefix: string, failures: AuthF
         return;
       }
     }
-    if (header && /^bearer /i.test(header) && sameMac(mac(config.signingSecret, header.slice(7).trim()), expected)) return;
+    const bearer = bearerToken(request.headers);
+    if (bearer && sameMac(mac(config.signingSecret, bearer), expected)) return;
     const cookie = cookieValue(request.headers.cookie, OPERATOR_COOKIE);
     if (cookie && /^[0-9a-f]{64}$/.test(cookie) && sameMac(Buffer.from(cookie, 'hex'), expected)) return;
 

@@ -34,7 +34,7 @@ function firstHeader(value: string | string[] | undefined): string | undefined {
 }
 
 /** The credential of `Authorization: Bearer <token>`; the scheme name in any case (RFC 7235), as passport reads it. */
-function bearerToken(headers: Headers): string | undefined {
+export function bearerToken(headers: Headers): string | undefined {
   const match = /^bearer +(\S+) *$/i.exec(firstHeader(headers.authorization) ?? '');
   return match ? match[1] : undefined;
 }

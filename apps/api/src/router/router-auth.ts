@@ -15,11 +15,11 @@ import { modelPathSegments, serviceRequestId } from './request-context.js';
 // empties the account cache on every replica at once.
 //
 // The credit check reads the cached balance, and charges reach the database in batches after the
-// answer. So that this replica's calls see each other's charges at once, a call's price is taken off
-// the cached balance when it is dispatched (given back if the call ends uncharged), and a reload
-// takes off again every charge the database may not have yet. Charges made on other replicas arrive with a reload: a workspace can overrun its balance
-// by what it spends on the other replicas within one freshness period (ACCOUNT_FRESH_MS, plus the
-// reload) and the batch delay.
+// answer. So that this replica's calls see each other's charges at once, a call's price is taken
+// off the cached balance when it is dispatched (given back if the call ends uncharged), and a
+// reload takes off again every charge the database may not have yet. Charges made on other
+// replicas arrive with a reload: a workspace can overrun its balance by what it spends on the other
+// replicas within one freshness period (ACCOUNT_FRESH_MS, plus the reload) and the batch delay.
 
 const TOKEN_CACHE_MS = 60_000;
 // Fresh for 2 s; after that still served (at most 30 s old) while one reload runs behind it, so
@@ -35,6 +35,9 @@ interface CachedAccount {
 }
 
 /** A charge taken off a cached balance before the database has it. */
+/** A charge taken off the cached balance: settle it once, written (true) or given back (false). */
+export type HeldCharge = (written: boolean) => void;
+
 interface LocalCharge {
   cents: bigint;
   written: boolean;
@@ -118,7 +121,7 @@ export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
    * Settle it once: `true` when the database has the charge, `false` when it was not made (the call
    * ended uncharged, or another replica stored the generation first), which gives the credits back.
    */
-  charge(accountId: string, cents: number): (written: boolean) => void {
+  charge(accountId: string, cents: number): HeldCharge {
     if (cents <= 0) return () => undefined;
     const charge: LocalCharge = { cents: BigInt(cents), written: false };
     const cached = this.accounts.get(accountId)?.account;
@@ -130,13 +133,22 @@ export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
       if (!written) {
         const current = this.accounts.get(accountId)?.account;
         if (current) current.creditBalance += charge.cents;
-        this.dropCharges(accountId, (c) => c === charge);
+        this.dropCharge(accountId, charge);
         return;
       }
       charge.written = true;
       // A reload under way may have read the balance before this write; it drops the charge itself.
-      if (!this.accounts.get(accountId)?.reload) this.dropCharges(accountId, (c) => c === charge);
+      if (!this.accounts.get(accountId)?.reload) this.dropCharge(accountId, charge);
     };
+  }
+
+  /** Forgets one settled charge in place: the list holds every call in flight, settled one by one. */
+  private dropCharge(accountId: string, charge: LocalCharge): void {
+    const list = this.charges.get(accountId);
+    const at = list ? list.indexOf(charge) : -1;
+    if (at < 0) return;
+    list!.splice(at, 1);
+    if (list!.length === 0) this.charges.delete(accountId);
   }
 
   private dropCharges(accountId: string, drop: (charge: LocalCharge) => boolean): void {

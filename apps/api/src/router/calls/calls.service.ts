@@ -12,7 +12,7 @@ import { isEntitled, isModelSegment, isProviderSegment } from '../catalog/model-
 import { closestIds } from '../catalog/suggestions.js';
 import { BUCKET_STATUS, RouterError, RouterValidationError, type RouterBucket } from '../errors.js';
 import { LimitsService, type Slot } from '../limits/limits.service.js';
-import { RouterAuthService } from '../router-auth.js';
+import { RouterAuthService, type HeldCharge } from '../router-auth.js';
 import { LOST_CALL_GRACE_MS, UsageService, type KeyedRow } from './usage.service.js';
 
 /** What the controller knows about the caller's connection. */
@@ -42,9 +42,6 @@ export interface CallReply {
   result: GenerationResult;
   headers: Record<string, string>;
 }
-
-/** A price held on the cached balance: settle it charged (true) or given back (false), once. */
-type Held = (written: boolean) => void;
 
 /** A generation this process is running or collecting: joiners wait on the same promise. */
 interface Generation {
@@ -224,7 +221,7 @@ export class CallsService {
   }
 
   /** Once the generation has ended and the caller has its answer (or left): what it got, and the charge. */
-  private async recordEnding(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean, held: Held): Promise<void> {
+  private async recordEnding(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean, held: HeldCharge): Promise<void> {
     // The call lasted until its caller had the answer (or left), however long the generation ran on.
     const answeredAt = input.fate.settled.then(() => Date.now());
     const result = await generation.promise;
@@ -264,7 +261,7 @@ export class CallsService {
    * storeGeneration, and the charge on the cached balance (see RouterAuthService.charge): the
    * price held at dispatch, or, collecting another replica's generation, one taken now.
    */
-  private async storeCharged(id: string, accountId: string, costCents: number, model: CatalogModel, result: GenerationResult, held: Held | null): Promise<boolean | null> {
+  private async storeCharged(id: string, accountId: string, costCents: number, model: CatalogModel, result: GenerationResult, held: HeldCharge | null): Promise<boolean | null> {
     const charged = this.isCharged(model, result);
     const settle = held ?? (charged ? this.auth.charge(accountId, costCents) : null);
     if (!charged) settle?.(false);
@@ -308,7 +305,7 @@ export class CallsService {
   }
 
   /** Dispatches at the provider; the slot is held until the generation ends, whoever waits for it. */
-  private start(input: CallInput, model: CatalogModel, slot: Slot, keyed: boolean, held: Held): Generation {
+  private start(input: CallInput, model: CatalogModel, slot: Slot, keyed: boolean, held: HeldCharge): Generation {
     const adapter = adapterFor(model.adapterKind);
     const generation: Generation = { handle: null, promise: Promise.resolve(errorResult('internal_error', '')) };
     const bound = this.providerBound(model.timeoutMs);

@@ -7,9 +7,10 @@ import type { GenerationResult } from '../adapters/index.js';
 
 // Usage and audit: one router_calls row per call (request id, workspace, model, outcome bucket,
 // duration, charged). A dispatched call's row is written as `running` first (keyed calls before
-// dispatch, others in the next batch), so a replica that dies mid-call leaves its calls on record. A charge is a ledger entry (reason router_call, ref = the call id, unique, so
-// a generation is never charged twice) and the balance moves in the same statement. Credits are
-// US cents: a call is charged its model's price.
+// dispatch, others in the next batch), so a replica that dies mid-call leaves its calls on record.
+// A charge is a ledger entry (reason router_call, ref = the call id, unique, so a generation is
+// never charged twice) and the balance moves in the same statement. Credits are US cents: a call
+// is charged its model's price.
 
 export const CHARGE_REASON = 'router_call';
 
