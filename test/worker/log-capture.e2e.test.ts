@@ -1,8 +1,7 @@
+import { isTerminal } from '#libs/contracts';
 import { startCloud, tinyImage, type Cloud } from '../support/cloud.js';
 import { bearer, call, jsonInit } from '../support/http.js';
 import { TestStack } from '../support/stack.js';
-
-const TERMINAL = ['succeeded', 'failed', 'canceled', 'expired'];
 
 /** EmptyImage -> SimFail: the engine prints "!!! Exception during processing !!! <message>". */
 function failing(message: string): Record<string, any> {
@@ -31,14 +30,14 @@ describe('engine log capture', () => {
 
   const origin = () => cloud.api.url;
 
-  /** Submits, polls until the job is terminal, then reads its log at once. */
+  /** Submits, polls until the job is terminal, then reads its log at once (polled every 5 ms, not waitUntil's 50: the race is in the first moments). */
   async function runAndReadLog(workflow: Record<string, any>) {
     const submitted = await call(`${origin()}/api/v2/jobs`, jsonInit('POST', { workflow }, bearer(account.key)));
     expect(submitted.status).toBe(201);
     const self = `${origin()}${submitted.body.urls.self}`;
     const until = Date.now() + 20_000;
     let status: string = submitted.body.status;
-    while (!TERMINAL.includes(status)) {
+    while (!isTerminal(status)) {
       if (Date.now() > until) throw new Error(`job ${submitted.body.id} did not end`);
       await new Promise((r) => setTimeout(r, 5));
       status = (await call(self, { headers: bearer(account.key) })).body.status;
