@@ -4,6 +4,7 @@ import path from 'node:path';
 import { jest } from '@jest/globals';
 import { SignJWT } from 'jose';
 import { mintRouterToken } from '#libs/auth';
+import { call } from '../support/http.js';
 import { ROOT } from '../support/processes.js';
 import { TEST_ROUTER_SECRET } from '../support/stack.js';
 import { RouterWorld, expectRequestId, expectRouterError, shippedModels, tinySchemaDocument, type Workspace } from './router-world.js';
@@ -198,6 +199,26 @@ describe('router catalog', () => {
     expect(other.headers.get('etag')).not.toBe(etag);
     expectRouterError(await world.get(all.token, '/v1/models/acme/nothing/openapi.json'), 404, 'model_not_found');
     expectRouterError(await world.get(null, url), 401, 'unauthorized');
+  });
+
+  it('answers a method no route serves with 405 and Allow, after the token is checked', async () => {
+    const paths = ['/v1/models', '/v1/models/acme/flux-schnell', '/v1/models/acme/flux-schnell/openapi.json', '/v1/models/acme/nothing'];
+    for (const method of ['PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+      for (const route of paths) {
+        const anonymous = await call(`${world.api.url}${route}`, { method });
+        expect(`${method} ${route}: ${anonymous.status}`).toBe(`${method} ${route}: 401`);
+        expectRouterError(anonymous, 401, 'unauthorized');
+        const refused = await call(`${world.api.url}${route}`, { method, headers: { authorization: `Bearer ${all.token}` } });
+        expect(`${method} ${route}: ${refused.status}`).toBe(`${method} ${route}: 405`);
+        expectRouterError(refused, 405, 'invalid_input');
+        expect(refused.headers.get('allow')).toBe(route === '/v1/models' ? 'GET, HEAD' : 'GET, HEAD, POST');
+        expect(refused.body.detail).toContain(method);
+      }
+    }
+    const post = await call(`${world.api.url}/v1/models`, { method: 'POST', headers: { authorization: `Bearer ${all.token}`, 'content-type': 'application/json' }, body: '{}' });
+    expectRouterError(post, 405, 'invalid_input');
+    expect(post.headers.get('allow')).toBe('GET, HEAD');
+    expectRouterError(await call(`${world.api.url}/v1/models`, { method: 'POST' }), 401, 'unauthorized');
   });
 
   it('shows a workspace only the models it is entitled to', async () => {

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { Controller, Get, Inject, Param, Post, Query, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { Controller, Delete, Get, Inject, Options, Param, Patch, Post, Put, Query, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { CONFIG } from '../core/tokens.js';
@@ -26,6 +26,16 @@ export function pageLimit(value: unknown): number {
   const n = Number(text.trim());
   if (n <= 0) return DEFAULT_LIMIT;
   return Math.min(n, MAX_LIMIT);
+}
+
+/**
+ * 405 for a method no router route serves, with the methods that path does take. It is thrown
+ * from routes behind the guard, so the token is checked first, as on every router path.
+ */
+function methodNotAllowed(request: FastifyRequest): never {
+  const atRoot = request.url.split('?')[0]!.replace(/\/+$/, '').endsWith('/v1/models');
+  const allow = atRoot ? 'GET, HEAD' : 'GET, HEAD, POST';
+  throw new RouterError('invalid_input', `${request.method} is not a method of this path; it takes ${allow}.`, { allow }, 405);
 }
 
 /**
@@ -113,6 +123,31 @@ export class RouterController {
   async longCall(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const segments = modelPathSegments(request);
     return this.call(request, reply, segments.length === 2 ? segments[0]! : segments.join('/'), segments.length === 2 ? segments[1]! : '');
+  }
+
+  @Post()
+  postToCatalog(@Req() request: FastifyRequest): never {
+    return methodNotAllowed(request);
+  }
+
+  @Put(['', '*'])
+  put(@Req() request: FastifyRequest): never {
+    return methodNotAllowed(request);
+  }
+
+  @Patch(['', '*'])
+  patch(@Req() request: FastifyRequest): never {
+    return methodNotAllowed(request);
+  }
+
+  @Delete(['', '*'])
+  remove(@Req() request: FastifyRequest): never {
+    return methodNotAllowed(request);
+  }
+
+  @Options(['', '*'])
+  options(@Req() request: FastifyRequest): never {
+    return methodNotAllowed(request);
   }
 
   @Post(':provider/:model')
