@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -336,7 +337,6 @@ describe('router calls', () => {
   });
 
   describe('insufficient_credits against a balance the charges have not reached yet', () => {
-    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     const balance = async (id: string) => (await world.stack.db.account.findUniqueOrThrow({ where: { id } })).creditBalance;
 
     it('sequential calls on one API stop with 402 as soon as the balance cannot pay another, also once the cache reloads', async () => {
@@ -462,6 +462,30 @@ describe('router calls', () => {
     expect(row).toMatchObject({ modelId: 'acme/flux-schnell', outcome: 'client_disconnected', httpStatus: 499, resultBucket: null, charged: false });
     expect(world.partners.acme.received.filter((r) => r.body.includes('left before the handler'))).toHaveLength(0);
     expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: row.id } })).toBe(0);
+  });
+
+  it('client_disconnected while the body is still being sent: recorded for the token\'s workspace, nothing dispatched', async () => {
+    const cut = await world.workspace();
+    const body = JSON.stringify({ prompt: 'cut off mid-body '.repeat(50) });
+    for (const token of [cut.token, 'not-a-token']) {
+      const socket = net.connect(world.api.port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      socket.write(
+        `POST /v1/models/acme/flux-schnell HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 100)}`,
+      );
+      await sleep(200);
+      socket.destroy();
+    }
+    const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: cut.id } }));
+    expect(row).toMatchObject({ modelId: 'acme/flux-schnell', outcome: 'client_disconnected', httpStatus: 499, resultBucket: null, charged: false, state: 'completed' });
+    expect(world.partners.acme.received.filter((r) => r.body.includes('cut off mid-body'))).toHaveLength(0);
+    // A whole call afterwards is one more record, not a second one for the cut call.
+    expect((await world.post(cut.token, 'acme/flux-schnell', { prompt: 'whole' })).status).toBe(200);
+    await eventually(async () => (await world.stack.db.routerCall.count({ where: { accountId: cut.id, state: 'completed' } })) === 2);
+    await sleep(300);
+    expect(await world.stack.db.routerCall.count({ where: { accountId: cut.id } })).toBe(2);
   });
 
   it('keeps storing a keyed result while the database refuses it; then it is replayed and billed once', async () => {

@@ -44,13 +44,24 @@ function readAsTextUnlessJson(request: FastifyRequest): void {
   }
 }
 
-export function installRouterHooks(fastify: FastifyInstance, basePath: string): void {
+/**
+ * `onCut` hears of a call whose caller left while still sending its body: no guard or handler ever
+ * runs for it, yet it is a call of its workspace (when its token names one), to be recorded.
+ */
+export function installRouterHooks(fastify: FastifyInstance, basePath: string, onCut: (request: FastifyRequest, startedAt: number) => void): void {
   // Requests the HTTP parser refuses never reach a hook; on router paths they still get the router's answer.
   mountRouterErrors(fastify, basePath);
   // Callbacks, not async hooks: they run on every request (see installHttpHooks).
   fastify.addHook('onRequest', (request, reply, done) => {
     setServiceRequestId(request, reply, basePath);
-    if (request.method === 'POST' && isRouterPath(request.url, basePath)) readAsTextUnlessJson(request);
+    if (request.method === 'POST' && isRouterPath(request.url, basePath)) {
+      readAsTextUnlessJson(request);
+      const startedAt = Date.now();
+      // A request closes once read whole; closed before that, its body was cut off.
+      request.raw.once('close', () => {
+        if (!request.raw.complete) onCut(request, startedAt);
+      });
+    }
     done();
   });
 }

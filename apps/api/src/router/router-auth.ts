@@ -7,7 +7,7 @@ import type { Account, Db } from '#libs/db';
 import { AuthFailures, authChangedChannel } from '../auth/index.js';
 import { CONFIG, DB } from '../core/tokens.js';
 import { UsageService } from './calls/usage.service.js';
-import { RouterError } from './errors.js';
+import { BUCKET_STATUS, RouterError } from './errors.js';
 import { modelPathSegments, serviceRequestId } from './request-context.js';
 
 // Router credentials are JWTs (`sub` = account id). Verified tokens and accounts are cached for a
@@ -229,6 +229,20 @@ export class RouterAuthGuard implements CanActivate {
     }
     request[WORKSPACE] = account;
     return true;
+  }
+
+  /**
+   * A call whose caller left while sending its body never reaches this guard, yet its workspace
+   * ran a call: recorded as `client_disconnected` when its token names a workspace.
+   */
+  recordCut(request: FastifyRequest, startedAt: number): void {
+    this.auth.authenticate(request.headers.authorization).then(
+      (account) => {
+        const modelId = modelPathSegments(request).join('/').slice(0, 300);
+        this.usage.recordUndispatched({ id: serviceRequestId(request), accountId: account.id, modelId, outcome: 'client_disconnected', httpStatus: BUCKET_STATUS.client_disconnected, startedAt });
+      },
+      () => undefined, // no workspace, no record: a record belongs to one
+    );
   }
 }
 

@@ -21,9 +21,10 @@ export class RouterModule implements OnModuleInit {
   constructor(
     private readonly adapterHost: HttpAdapterHost,
     @Inject(CONFIG) private readonly config: Config,
+    private readonly guard: RouterAuthGuard,
   ) {}
 
   onModuleInit(): void {
-    installRouterHooks(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), this.config.api.basePath);
+    installRouterHooks(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), this.config.api.basePath, (request, startedAt) => this.guard.recordCut(request, startedAt));
   }
 }
