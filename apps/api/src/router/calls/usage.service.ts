@@ -59,7 +59,7 @@ export const LOST_CALL_GRACE_MS = 30_000;
 const LOST_SWEEP_EVERY_MS = 5_000;
 // The deadline of a row whose model has left the catalog: the longest one, or the default.
 const DEFAULT_TIMEOUT_MS = 300_000;
-const BATCH_DELAY_MS = 5;
+const BATCH_DELAY_MS = 20;
 const FLUSH_ATTEMPTS = 6;
 // Records of refused calls kept while the database refuses writes; past this, they are counted
 // and dropped (calls are not dispatched meanwhile, so nothing charged is among them).
