@@ -50,6 +50,8 @@ interface Generation {
 }
 
 const DEADLINE = Symbol('deadline');
+// A generation's promise until its dispatch is chained on: one shared placeholder, not a result per call.
+const NOT_STARTED: Promise<GenerationResult> = new Promise(() => undefined);
 const LAST_LOOK_MS = 5_000;
 // How long after the provider's deadline its ending (provider_timeout, stored if keyed) may take.
 const ENDING_SLACK_MS = 2_000;
@@ -307,7 +309,7 @@ export class CallsService {
   /** Dispatches at the provider; the slot is held until the generation ends, whoever waits for it. */
   private start(input: CallInput, model: CatalogModel, slot: Slot, keyed: boolean, held: HeldCharge): Generation {
     const adapter = adapterFor(model.adapterKind);
-    const generation: Generation = { handle: null, promise: Promise.resolve(errorResult('internal_error', '')) };
+    const generation: Generation = { handle: null, promise: NOT_STARTED };
     const bound = this.providerBound(model.timeoutMs);
     const dispatched = adapter
       ? adapter.dispatch(model, input.rawBody!, {
