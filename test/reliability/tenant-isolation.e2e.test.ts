@@ -56,6 +56,8 @@ const NOT_TENANT_SCOPED: Record<string, string> = {
   'HEAD /v1/models/:p/:p/openapi.json': 'the shared model catalog',
   'GET /v1/models/*': 'the shared model catalog (ids longer than a path parameter allows)',
   'HEAD /v1/models/*': 'the shared model catalog',
+  'POST /v1/models': '405: a method the router does not serve there',
+  ...Object.fromEntries(['PUT', 'PATCH', 'DELETE', 'OPTIONS'].flatMap((m) => [`${m} /v1/models`, `${m} /v1/models/*`].map((r) => [r, '405: a method the router does not serve']))),
 };
 
 /** `/api/v2/jobs/{id}` and `/api/v2/jobs/:id` both to `/api/v2/jobs/:p`. */
