@@ -1,6 +1,6 @@
 import { WebSocket } from 'ws';
 import { ERROR_STATUS } from '#libs/contracts';
-import { call } from '../support/http.js';
+import { call, callWithHost } from '../support/http.js';
 import type { RunningProcess } from '../support/processes.js';
 import { TestStack } from '../support/stack.js';
 import { dumpRoutes, type Route } from '../support/routes.js';
@@ -111,7 +111,9 @@ describe('OpenAPI document at /openapi.json and /docs', () => {
         !(r.method === 'HEAD' && gets.has(r.url)) &&
         // The router's catch-alls serve model segments longer than Fastify's 100-character
         // parameter cap: the same operations as /v1/models/{provider}/{model}[/openapi.json].
-        r.url !== '/v1/models/*',
+        r.url !== '/v1/models/*' &&
+        // The router's answer to a method it does not serve (405 with Allow) is no operation.
+        !(r.url.startsWith('/v1/models') && (['PUT', 'PATCH', 'DELETE', 'OPTIONS'].includes(r.method) || (r.method === 'POST' && r.url === '/v1/models'))),
     );
     expect(api.length).toBeGreaterThan(30);
     const missing = api.filter((r) => !documented.has(`${r.method} ${shape(r.url)}`)).map((r) => `${r.method} ${r.url}`);
@@ -156,6 +158,24 @@ describe('OpenAPI document at /openapi.json and /docs', () => {
     for (const { path, method, op } of operations()) {
       if (op.responses['429'] && !op['x-websocket']) expect({ path, method, retryAfter: Boolean(op.responses['429'].headers?.['Retry-After']) }).toEqual({ path, method, retryAfter: true });
     }
+  });
+
+  it('names the deployment prefix as the server of a deployment\'s document, by path or by host', async () => {
+    const deployment = await stack.startApi({ BASE_PATH: BASE, SURFACE: 'deployment', DEPLOYMENT_DOMAIN: 'deploy.test' });
+    const served = async (path: string, host?: string) => {
+      const res = host ? await callWithHost(`${deployment.url}${path}`, host) : await call(`${deployment.url}${path}`);
+      expect([path, host, res.status]).toEqual([path, host, 200]);
+      return res;
+    };
+    const prefixed = (await served(`${BASE}/deployment/my-app/openapi.json`)).body;
+    expect(prefixed.servers).toEqual([{ url: `${BASE}/deployment/my-app`, description: expect.any(String) }]);
+    // The links of a deployment reached by host carry the prefix too; so does its document.
+    expect((await served(`${BASE}/openapi.json`, 'my-app.deploy.test')).body.servers).toEqual(prefixed.servers);
+    // Nothing else in it changes, and the same API's unprefixed document keeps the mount prefix.
+    expect({ ...prefixed, servers: doc.servers }).toEqual(doc);
+    expect((await served(`${BASE}/openapi.json`)).body.servers).toEqual(doc.servers);
+    // The browsable page (its "try it out" calls) uses the same server.
+    expect((await served(`${BASE}/deployment/my-app/docs/swagger-ui-init.js`)).text).toContain(`"url": "${BASE}/deployment/my-app"`);
   });
 
   it('serves a browsable page at /docs', async () => {

@@ -1,6 +1,8 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
+import { deploymentIdOf, linkBase } from '../surface/request-scope.js';
 import { buildOpenApiDocument } from './document.js';
 
 export { AssetDocs, BlobDocs, HealthDocs, JobDocs } from './v2-endpoints.js';
@@ -17,5 +19,12 @@ export function mountApiDocs(app: NestFastifyApplication, config: Config): void 
     raw: ['json'],
     customSiteTitle: 'comfy-cloud API',
     swaggerOptions: { docExpansion: 'none', defaultModelsExpandDepth: 0 },
+    // Read through a deployment (`/deployment/{id}/openapi.json`, or its host), the server is
+    // that deployment's prefix, as in its links: a client generated from it must call the
+    // deployment, not the cloud paths the same routes serve without the prefix.
+    patchDocumentOnRequest: (request, _reply, doc) => {
+      const req = request as FastifyRequest;
+      return deploymentIdOf(req) ? { ...doc, servers: [{ url: linkBase(req, config), description: 'This deployment' }] } : doc;
+    },
   });
 }
