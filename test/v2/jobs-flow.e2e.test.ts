@@ -145,6 +145,26 @@ describe('v2 jobs from submission to download', () => {
     }
   });
 
+  it('gives a waiting job its queue position in the status it replays to a reconnecting client', async () => {
+    const frank = await stack.account({ name: 'frank' });
+    // The only worker is busy with the first job; the second one waits in the queue.
+    const blocker = await submit({ workflow: slowJob(25_000) }, {}, frank.key);
+    await waitUntil(async () => (await follow(blocker.body.urls.self, { headers: bearer(frank.key) })).body.status === 'running', 10_000, 'the blocker running');
+    const waiting = await submit({ workflow: slowJob(25_000, 1) }, {}, frank.key);
+    const polled = await follow(waiting.body.urls.self, { headers: bearer(frank.key) });
+    expect([polled.body.status, polled.body.queue_position]).toEqual(['queued', expect.any(Number)]);
+    const url = new URL(waiting.body.urls.events, origin).toString();
+    // A fresh client gets a snapshot; one resuming from before the job's first event gets the log.
+    for (const headers of [{}, { 'last-event-id': '0-0' }] as Record<string, string>[]) {
+      const sse = new SseClient(url, bearer(frank.key, headers));
+      await sse.until((events) => statusesOf(events).length > 0, 5_000);
+      sse.close();
+      const first = JSON.parse(sse.events.find((e) => e.event === 'status')!.data);
+      expect([headers, first]).toEqual([headers, { status: 'queued', queue_position: polled.body.queue_position }]);
+    }
+    for (const job of [waiting, blocker]) await follow(job.body.urls.cancel, { method: 'POST', headers: bearer(frank.key) });
+  });
+
   it('sends keepalive comments while a job waits', async () => {
     const res = await submit({ workflow: textToImage(31, 100) });
     const sse = new SseClient(new URL(res.body.urls.events, origin).toString(), bearer(alice.key));

@@ -31,7 +31,7 @@ export interface StreamDeps {
 export async function streamJobEvents(deps: StreamDeps, account: Account, scope: JobScope, jobId: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { db, config, pipeline, fanout, views, limits, draining } = deps;
   const raw = reply.raw;
-  await views.find(scope, jobId);
+  const { createdAt } = await views.find(scope, jobId);
   const header = request.headers['last-event-id'];
   const resumeFrom = typeof header === 'string' && isStreamId(header.trim()) ? header.trim() : null;
   // A client may leave while the lookups wait on the database and Redis. Its connection's 'close'
@@ -76,8 +76,18 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, scope:
     cleanup();
     raw.end();
   };
+  // The log holds status events without a position, which moves with the queue: a queued one is
+  // sent with the position as of now. A count that fails goes out as null; the poll below retries.
+  const statusView = async (data: string) => {
+    const status = JSON.parse(data) as { status?: string };
+    if (status.status !== 'queued') return data;
+    lastPosition = await pipeline.queuePosition(jobId, createdAt).catch(() => undefined);
+    return JSON.stringify({ ...status, queue_position: lastPosition ?? null });
+  };
   const send = async (id: string, event: string, data: string) => {
-    const body = event === 'output' ? JSON.stringify(await views.outputEventView(JSON.parse(data) as Record<string, unknown>, request)) : data;
+    let body = data;
+    if (event === 'output') body = JSON.stringify(await views.outputEventView(JSON.parse(data) as Record<string, unknown>, request));
+    if (event === 'status') body = await statusView(data);
     write(`id: ${id}\nevent: ${event}\ndata: ${body}\n\n`, event === 'preview');
     if (event !== 'status') return;
     knownStatus = (JSON.parse(data) as { status?: string }).status ?? null;
@@ -183,8 +193,7 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, scope:
       const preview = latest('preview');
       const loggedStatus = latest('status');
       const current = loggedStatus ? ((JSON.parse(loggedStatus.data) as { status?: string }).status ?? job.status) : job.status;
-      lastPosition = current === 'queued' ? await pipeline.queuePosition(jobId, job.createdAt) : null;
-      const status = JSON.stringify({ status: current, queue_position: lastPosition });
+      const status = JSON.stringify({ status: current, queue_position: null });
       lastSent = lastId;
       void enqueue(async () => {
         const terminal = isTerminal(current);
