@@ -151,6 +151,11 @@ function checkLiteral(name: string, entry: unknown, value: unknown): NodeProblem
   return null;
 }
 
+/** The engine's definition of a node class, if it has one: a name such as `constructor` is none. */
+export function nodeDefinition(defs: NodeDefinitions, classType: string): NodeDefinition | undefined {
+  return Object.hasOwn(defs, classType) ? defs[classType] : undefined;
+}
+
 export function validateWorkflow(workflow: unknown, defs: NodeDefinitions): ValidationOutcome {
   if (!isObject(workflow) || Object.keys(workflow).length === 0) return invalid('Cannot execute because the prompt is empty or not an object.', '');
   const ids = Object.keys(workflow);
@@ -167,7 +172,7 @@ export function validateWorkflow(workflow: unknown, defs: NodeDefinitions): Vali
       return invalid('Cannot execute because a node is missing the class_type property.', `Node ID '#${id}'`, { id, field: 'class_type' });
     }
     if (node.inputs !== undefined && !isObject(node.inputs)) return invalid('Cannot execute because a node has inputs that are not an object.', `Node ID '#${id}'`, { id, field: 'inputs' });
-    const def = Object.hasOwn(defs, node.class_type) ? defs[node.class_type] : undefined;
+    const def = nodeDefinition(defs, node.class_type);
     if (!def) return invalid(`Cannot execute because node ${node.class_type} does not exist.`, `Node ID '#${id}'`, { id, field: 'class_type' });
     if (def.output_node) outputs.push(id);
   }

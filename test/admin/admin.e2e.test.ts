@@ -1,5 +1,7 @@
-import { verifyRouterToken } from '#libs/auth';
 import { writeFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { verifyRouterToken } from '#libs/auth';
+import { jobKeys, publishEngineReport } from '#libs/jobs';
 import { bearer, call } from '../support/http.js';
 import type { RunningProcess } from '../support/processes.js';
 import { TEST_ROUTER_SECRET, TestStack } from '../support/stack.js';
@@ -11,6 +13,16 @@ describe('admin command line', () => {
   beforeAll(async () => {
     await stack.open();
     api = await stack.startApi();
+    // What a worker publishes once its engine is up, and submissions validate against.
+    const redis = new Redis(stack.env().REDIS_URL!);
+    try {
+      await publishEngineReport(redis, jobKeys(stack.redisPrefix).nodeDefinitions, {
+        EmptyImage: { input: { required: { width: ['INT', {}], height: ['INT', {}], batch_size: ['INT', {}], color: ['INT', {}] } }, output: ['IMAGE'] },
+        SaveImage: { input: { required: { images: ['IMAGE'], filename_prefix: ['STRING', {}] } }, output: [], output_node: true },
+      });
+    } finally {
+      redis.disconnect();
+    }
   });
   afterAll(() => stack.close());
 
@@ -121,6 +133,39 @@ describe('admin command line', () => {
       expect(r.stderr).toMatch(message);
     }
     expect(await stack.db.deployment.count({ where: { accountId: owner.account_id } })).toBe(0);
+  });
+
+  it('pins only node classes the engines have reported, as a submission checks them', async () => {
+    const owner = await admin('account', 'create', '--name', 'Deployer 4');
+    const create = (id: string, workflow: unknown, env: Record<string, string> = {}) => {
+      const file = `/tmp/${stack.name}-${id}.json`;
+      writeFileSync(file, JSON.stringify(workflow));
+      return stack.admin(['deployment', 'create', '--account', owner.account_id, '--id', id, '--workflow', file], env);
+    };
+    const image = { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } };
+    const save = { class_type: 'SaveImage', inputs: { images: ['1', 0], filename_prefix: 'x' } };
+    const refusals: [string, unknown, Record<string, string>, string][] = [
+      ['unknown', { '1': image, '2': { class_type: 'NoSuchNode', inputs: {} }, '3': save, '4': { class_type: 'saveimage', inputs: {} } }, {},
+        'error: --workflow uses node classes the engine does not have: NoSuchNode (node 2), saveimage (node 4)\n'],
+      // A name every object answers to is no node class.
+      ['inherited', { '1': image, '2': { class_type: 'constructor', inputs: {} } }, {}, 'error: --workflow uses node classes the engine does not have: constructor (node 2)\n'],
+      // No worker has reported under this prefix: nothing to check against, so nothing is pinned.
+      ['no-engine', { '1': image, '2': save }, { REDIS_PREFIX: `${stack.redisPrefix}-none` },
+        "error: cannot check the workflow's node classes: no engine has reported its node definitions yet; start a worker, then run this again\n"],
+    ];
+    for (const [id, workflow, env, stderr] of refusals) {
+      const r = await create(id, workflow, env);
+      expect({ id, code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ id, code: 1, stdout: '', stderr });
+    }
+    const unreachable = await create('no-redis', { '1': image, '2': save }, { REDIS_URL: 'redis://127.0.0.1:1' });
+    expect({ code: unreachable.code, stdout: unreachable.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(unreachable.stderr).toMatch(/^error: cannot check the workflow's node classes: the engines' node definitions were not read from Redis \(.+\)\n$/);
+    expect(await stack.db.deployment.count({ where: { accountId: owner.account_id } })).toBe(0);
+
+    expect(JSON.parse((await create('known', { '1': image, '2': save })).stdout)).toEqual({ id: 'known', status: 'starting' });
+    // A rerun reports the pinned deployment as it stands; it pins nothing, so checks nothing.
+    const rerun = await create('known', { '1': image, '2': save }, { REDIS_URL: 'redis://127.0.0.1:1' });
+    expect({ code: rerun.code, stdout: JSON.parse(rerun.stdout) as unknown }).toEqual({ code: 0, stdout: { id: 'known', status: 'starting' } });
   });
 
   it('prints help on stdout with exit 0, and a usage error with 64', async () => {

@@ -3,7 +3,7 @@ import type { ParseArgsConfig } from 'node:util';
 import type { AccountLimitsPatch, AccountsService } from '#libs/accounts';
 import type { Config } from '#libs/config';
 import type { Db } from '#libs/db';
-import { workflowFormat } from '#libs/workflow';
+import { nodeDefinition, workflowFormat, type ApiWorkflow, type NodeDefinitions } from '#libs/workflow';
 
 export interface CommandContext {
   values: Record<string, string | undefined>;
@@ -11,6 +11,8 @@ export interface CommandContext {
   config: Config;
   accounts: AccountsService;
   mintRouterToken: (secret: string, accountId: string, ttlSeconds?: number) => Promise<string>;
+  /** The node definitions the engines last reported (Redis), which submissions validate against; null before any. */
+  nodeDefinitions: () => Promise<NodeDefinitions | null>;
 }
 
 export interface Command {
@@ -220,9 +222,9 @@ export const commands: Command[] = [
   {
     group: 'deployment',
     action: 'create',
-    summary: '--account ID --id DEPLOYMENT_ID --workflow FILE.json: pins a workflow (state starting)',
+    summary: '--account ID --id DEPLOYMENT_ID --workflow FILE.json: pins a workflow of node classes the engines have (state starting)',
     options: { account: str, id: str, workflow: str },
-    async run({ values, db }) {
+    async run({ values, db, nodeDefinitions }) {
       const accountId = required(values, 'account');
       await accountExists(db, accountId);
       const id = required(values, 'id');
@@ -246,6 +248,7 @@ export const commands: Command[] = [
       };
       const found = await existing();
       if (found) return found;
+      await checkNodeClasses(workflow as ApiWorkflow, nodeDefinitions);
       try {
         const row = await db.deployment.create({ data: { id, accountId, workflow: workflow as object } });
         return { id: row.id, status: row.status };
@@ -275,6 +278,24 @@ export const commands: Command[] = [
     }),
   ),
 ];
+
+/**
+ * Refuses node classes the engines do not have, looked up as a submission does. Every job of a
+ * deployment keeps the pinned classes, so each would be refused, and a pin cannot be changed.
+ */
+async function checkNodeClasses(workflow: ApiWorkflow, nodeDefinitions: () => Promise<NodeDefinitions | null>): Promise<void> {
+  let defs: NodeDefinitions | null;
+  try {
+    defs = await nodeDefinitions();
+  } catch (err) {
+    throw new InputError(`cannot check the workflow's node classes: the engines' node definitions were not read from Redis (${(err as Error).message})`);
+  }
+  if (!defs) throw new InputError("cannot check the workflow's node classes: no engine has reported its node definitions yet; start a worker, then run this again");
+  const unknown = Object.entries(workflow).filter(([, node]) => !nodeDefinition(defs, node.class_type));
+  if (unknown.length > 0) {
+    throw new InputError(`--workflow uses node classes the engine does not have: ${unknown.map(([id, node]) => `${node.class_type} (node ${id})`).join(', ')}`);
+  }
+}
 
 /** Why `workflow` is not an API-format graph (node id -> {class_type, inputs}), or null. */
 function apiFormatProblem(workflow: unknown): string | null {

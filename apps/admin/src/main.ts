@@ -4,6 +4,8 @@ import { AccountsService, type AccountLimitsPatch } from '#libs/accounts';
 import { mintRouterToken } from '#libs/auth';
 import { ConfigError, loadConfig, type Config } from '#libs/config';
 import { createPrismaClient, type Db } from '#libs/db';
+import { EngineReportCache, jobKeys } from '#libs/jobs';
+import type { NodeDefinitions } from '#libs/workflow';
 import { commands, usage, type Command } from './commands.js';
 
 // `npm run admin -- <group> <action> [--flags]`: operator tasks. Every command prints one JSON
@@ -22,6 +24,17 @@ async function announceChange(config: Config): Promise<void> {
   } catch {
     // The change is made; without Redis the replicas' caches still expire within seconds.
     process.stderr.write('warning: Redis unreachable: API replicas apply the change once their cached lookups expire\n');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function nodeDefinitions(config: Config): Promise<NodeDefinitions | null> {
+  const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    return await new EngineReportCache<NodeDefinitions>(redis, jobKeys(config.redisPrefix).nodeDefinitions).get();
   } finally {
     redis.disconnect();
   }
@@ -47,7 +60,7 @@ async function run(argv: string[]): Promise<unknown> {
   const config = loadConfig();
   const db: Db = createPrismaClient(config.databaseUrl, 2, { preparedStatements: config.databasePreparedStatements });
   try {
-    const result = await command.run({ values: values as Record<string, string | undefined>, db, config, accounts: new AccountsService(db), mintRouterToken });
+    const result = await command.run({ values: values as Record<string, string | undefined>, db, config, accounts: new AccountsService(db), mintRouterToken, nodeDefinitions: () => nodeDefinitions(config) });
     if (command.changesAuth) await announceChange(config);
     return result;
   } finally {
