@@ -132,6 +132,8 @@ export function parsePublishedJobEvent(message: string): PublishedJobEvent | nul
 /** Engine-style messages for the v1 WebSocket, fanned out per account. */
 export interface AccountMessage {
   accountId: string;
+  /** The job it is about: a deployment's sockets get its own jobs' messages only. */
+  jobId: string;
   /** A JSON text frame (`{type, data}`), or a preview image for a binary frame. */
   text?: string;
   preview?: { imageType: 'jpeg' | 'png'; base64: string; metadata: Record<string, unknown> };

@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { tinyImage } from '../support/cloud.js';
-import { bearer, call, callWithHost } from '../support/http.js';
-import { V1World, sleeper, upgradeStatusOf } from './v1-world.js';
+import { bearer, call, callWithHost, type Reply } from '../support/http.js';
+import { V1World, sleeper, upgradeStatusOf, type V1Socket } from './v1-world.js';
 
 const TOKEN = 'static-token-123';
 
@@ -103,7 +103,7 @@ describe('v1 on the self-hosted and deployment surfaces', () => {
       values['1'].inputs.color = 12345;
       const ok = await dep.post(alice.key, '/deployment/my-app/api/prompt', { prompt: values });
       expect(ok.status).toBe(200);
-      expect(await dep.waitStatus(alice.key, ok.body.prompt_id, ['success'])).toBe('success');
+      expect(await dep.waitStatus(alice.key, ok.body.prompt_id, ['success'], { prefix: '/deployment/my-app' })).toBe('success');
       const job = await world.stack.db.job.findUniqueOrThrow({ where: { id: ok.body.prompt_id } });
       expect(job.deploymentId).toBe('my-app');
 
@@ -157,6 +157,164 @@ describe('v1 on the self-hosted and deployment surfaces', () => {
       expect(await dep.upgradeStatus(`/deployment/my-app/api/ws?token=${alice.key}`)).toBe(101);
       expect(await dep.upgradeStatus(`/ws?token=${alice.key}`, { host: 'my-app.deploy.test' })).toBe(101);
       expect(await dep.upgradeStatus(`/deployment/my-app/elsewhere?token=${alice.key}`)).toBe(404);
+    });
+
+    // One account with two deployments and cloud jobs, on the one worker: a job of A runs, one job
+    // of each place waits behind it, and each place has a finished one in its history.
+    describe("job routes see the addressed deployment's jobs only, and the cloud all of the account's, as on v2", () => {
+      const a = 'v1-scope-a';
+      const b = 'v1-scope-b';
+      type Place = 'a' | 'b' | 'cloud';
+      const prefix: Record<Place, string> = { a: `/deployment/${a}`, b: `/deployment/${b}`, cloud: '' };
+      let cloud: V1World;
+      let owner: { id: string; key: string };
+      let running: string;
+      const done = {} as Record<Place, string>;
+      const waiting = {} as Record<Place, string>;
+      const sockets = {} as Record<Place, V1Socket>;
+
+      const on = (place: Place) => (place === 'cloud' ? cloud : dep);
+      const get = (place: Place, path: string) => on(place).get(owner.key, `${prefix[place]}${path}`);
+      const post = (place: Place, path: string, body: unknown) => on(place).post(owner.key, `${prefix[place]}${path}`, body);
+      const promptAt = async (place: Place, ms: number) => {
+        const res = await post(place, '/api/prompt', { prompt: sleeper(ms) });
+        expect(res.status).toBe(200);
+        return res.body.prompt_id as string;
+      };
+      const queueIds = (r: Reply) => ({
+        running: r.body.queue_running.map((t: unknown[]) => t[1]).sort(),
+        pending: r.body.queue_pending.map((t: unknown[]) => t[1]).sort(),
+      });
+      const answer = (r: Reply) => ({ status: r.status, code: r.body?.error?.code, message: r.body?.error?.message });
+      // The cloud sees every job of the account (checked below), so the waits go through it.
+      const statusOf = async (id: string) => (await get('cloud', `/api/job/${id}/status`)).body.status as string;
+
+      beforeAll(async () => {
+        cloud = await world.otherApi({ SURFACE: 'cloud' });
+        owner = await world.account();
+        for (const id of [a, b]) await world.stack.db.deployment.create({ data: { id, accountId: owner.id, workflow: sleeper(1), status: 'ready' } });
+        for (const place of ['a', 'b', 'cloud'] as const) sockets[place] = await on(place).socket(owner.key, { path: `${prefix[place]}/ws` });
+        for (const place of ['a', 'b', 'cloud'] as const) {
+          done[place] = await promptAt(place, 1);
+          await cloud.waitStatus(owner.key, done[place], ['success']);
+        }
+        running = await promptAt('a', 60_000);
+        await cloud.waitStatus(owner.key, running, ['executing']);
+        for (const place of ['a', 'b', 'cloud'] as const) waiting[place] = await promptAt(place, 1);
+      });
+
+      afterAll(async () => {
+        // The long job would hold the one worker the later tests share.
+        await cloud.post(owner.key, '/api/queue', { clear: true });
+        await cloud.post(owner.key, '/api/interrupt', {});
+      });
+
+      it('lists and counts the queue per deployment, by path and by host', async () => {
+        expect(queueIds(await get('a', '/api/queue'))).toEqual({ running: [running], pending: [waiting.a] });
+        expect(queueIds(await get('b', '/api/queue'))).toEqual({ running: [], pending: [waiting.b] });
+        const byHost = await callWithHost(`${dep.url}/api/queue`, `${b}.deploy.test`, { headers: { 'x-api-key': owner.key } });
+        expect(queueIds(byHost)).toEqual({ running: [], pending: [waiting.b] });
+        expect(queueIds(await get('cloud', '/api/queue'))).toEqual({ running: [running], pending: Object.values(waiting).sort() });
+
+        expect((await get('a', '/api/prompt')).body).toEqual({ exec_info: { queue_remaining: 2 } });
+        expect((await get('b', '/api/prompt')).body).toEqual({ exec_info: { queue_remaining: 1 } });
+        expect((await get('cloud', '/api/prompt')).body).toEqual({ exec_info: { queue_remaining: 4 } });
+      });
+
+      it("sends a deployment's sockets its own jobs' messages and queue count only", async () => {
+        const promptsOf = (place: Place) => new Set(sockets[place].texts().map((m) => m.data?.prompt_id as string | undefined));
+        const succeeded = (place: Place) => sockets[place].texts().filter((m) => m.type === 'execution_success').map((m) => m.data.prompt_id as string);
+        for (const place of ['a', 'b', 'cloud'] as const) await sockets[place].ended(done[place]);
+        expect(succeeded('a')).toEqual([done.a]);
+        expect(succeeded('b')).toEqual([done.b]);
+        expect(succeeded('cloud')).toEqual([done.a, done.b, done.cloud]);
+        for (const id of [done.b, done.cloud, waiting.b, waiting.cloud]) expect([id, promptsOf('a').has(id)]).toEqual([id, false]);
+        for (const id of [done.a, done.cloud, running, waiting.a, waiting.cloud]) expect([id, promptsOf('b').has(id)]).toEqual([id, false]);
+
+        const greeting = async (place: Place) => {
+          const socket = await on(place).socket(owner.key, { path: `${prefix[place]}/ws` });
+          return (await socket.waitFor((m) => m.type === 'status')).data.status.exec_info.queue_remaining as number;
+        };
+        expect(await greeting('a')).toBe(2);
+        expect(await greeting('b')).toBe(1);
+        expect(await greeting('cloud')).toBe(4);
+      });
+
+      it("answers another place's prompt in history and status as an unknown one", async () => {
+        expect(Object.keys((await get('a', '/api/history')).body)).toEqual([done.a]);
+        expect(Object.keys((await get('b', '/api/history')).body)).toEqual([done.b]);
+        expect(Object.keys((await get('cloud', '/api/history')).body)).toEqual([done.a, done.b, done.cloud]);
+
+        const unknownStatus = answer(await get('a', '/api/job/00000000-0000-4000-8000-000000000000/status'));
+        expect(unknownStatus.status).toBe(404);
+        for (const id of [done.b, done.cloud]) {
+          expect((await get('a', `/api/history/${id}`)).body).toEqual({});
+          expect(answer(await get('a', `/api/job/${id}/status`))).toEqual(unknownStatus);
+        }
+        expect(Object.keys((await get('a', `/api/history/${done.a}`)).body)).toEqual([done.a]);
+        expect((await get('a', `/api/job/${done.a}/status`)).body.status).toBe('success');
+        expect(Object.keys((await get('cloud', `/api/history/${done.b}`)).body)).toEqual([done.b]);
+      });
+
+      it("does not interrupt another deployment's running job", async () => {
+        for (const body of [{}, { prompt_id: running }]) expect((await post('b', '/api/interrupt', body)).status).toBe(200);
+        expect(await statusOf(running)).toBe('executing');
+      });
+
+      it("deletes and clears only the deployment's own waiting jobs", async () => {
+        expect((await post('b', '/api/queue', { delete: [waiting.a, waiting.cloud, running] })).status).toBe(200);
+        expect((await post('a', '/api/queue', { delete: [waiting.b, waiting.cloud] })).status).toBe(200);
+        expect((await post('b', '/api/queue', { clear: true })).status).toBe(200);
+        expect(await statusOf(waiting.b)).toBe('cancelled');
+        expect(queueIds(await get('cloud', '/api/queue'))).toEqual({ running: [running], pending: [waiting.a, waiting.cloud].sort() });
+      });
+
+      it("edits only the deployment's own history", async () => {
+        expect((await post('b', '/api/history', { delete: [done.a, done.cloud] })).status).toBe(200);
+        expect((await post('a', '/api/history', { clear: true })).status).toBe(200);
+        expect(Object.keys((await get('cloud', '/api/history')).body)).toEqual([done.b, done.cloud]);
+        expect(Object.keys((await get('b', '/api/history')).body)).toEqual([done.b]);
+        expect((await get('a', '/api/history')).body).toEqual({});
+      });
+
+      it('answers every job route as a submission when the address names no deployment of the caller', async () => {
+        const stranger = await world.account();
+        const routes: Array<[string, string, unknown?]> = [
+          ['GET', '/api/prompt'],
+          ['GET', '/api/queue'],
+          ['GET', '/api/history'],
+          ['GET', `/api/history/${done.b}`],
+          ['GET', `/api/job/${done.b}/status`],
+          ['POST', '/api/queue', { clear: true }],
+          ['POST', '/api/interrupt', {}],
+          ['POST', '/api/history', { clear: true }],
+        ];
+        const addresses: Array<[string, string]> = [
+          [stranger.key, `/deployment/${a}`],
+          [owner.key, '/deployment/no-such-app'],
+          [owner.key, ''],
+        ];
+        for (const [key, place] of addresses) {
+          const submit = answer(await dep.post(key, `${place}/api/prompt`, { prompt: sleeper(1) }));
+          expect(submit.status).toBe(404);
+          for (const [method, route, body] of routes) {
+            const r = method === 'GET' ? await dep.get(key, `${place}${route}`) : await dep.post(key, `${place}${route}`, body);
+            expect({ place, route, ...answer(r) }).toEqual({ place, route, ...submit });
+          }
+          expect([place, await dep.upgradeStatus(`${place}/ws?token=${key}`)]).toEqual([place, 404]);
+        }
+        // None of them touched the owner's jobs.
+        expect(queueIds(await get('cloud', '/api/queue'))).toEqual({ running: [running], pending: [waiting.a, waiting.cloud].sort() });
+        expect(Object.keys((await get('cloud', '/api/history')).body)).toEqual([done.b, done.cloud]);
+      });
+
+      it("on the cloud, interrupts and clears the deployments' jobs too", async () => {
+        expect((await post('cloud', '/api/interrupt', { prompt_id: running })).status).toBe(200);
+        expect((await post('cloud', '/api/queue', { clear: true })).status).toBe(200);
+        expect(await cloud.waitStatus(owner.key, running, ['cancelled'])).toBe('cancelled');
+        expect(await statusOf(waiting.a)).toBe('cancelled');
+        expect((await get('cloud', '/api/prompt')).body).toEqual({ exec_info: { queue_remaining: 0 } });
+      });
     });
   });
 });

@@ -69,10 +69,11 @@ export class V1World {
     return reply.body.prompt_id as string;
   }
 
-  async waitStatus(key: string | null, promptId: string, statuses: string[], timeoutMs = 20_000): Promise<string> {
+  /** `prefix`: the deployment's path prefix, on the deployment surface. */
+  async waitStatus(key: string | null, promptId: string, statuses: string[], { timeoutMs = 20_000, prefix = '' } = {}): Promise<string> {
     const until = Date.now() + timeoutMs;
     for (;;) {
-      const r = await this.get(key, `/api/job/${promptId}/status`);
+      const r = await this.get(key, `${prefix}/api/job/${promptId}/status`);
       if (statuses.includes(r.body?.status)) return r.body.status;
       if (Date.now() > until) throw new Error(`job ${promptId} is ${r.text}, expected ${statuses.join('|')}`);
       await new Promise((res) => setTimeout(res, 50));

@@ -204,6 +204,7 @@ export class JobRunner {
     const forwardV1 = (message: EngineMessage) =>
       publishAccountMessage(redis, keys, {
         accountId: job.accountId,
+        jobId: job.id,
         text: JSON.stringify(withJobPromptId(message, job.id)),
       });
 
@@ -233,6 +234,7 @@ export class JobRunner {
         // In line with the forwarded messages: v1 clients get a preview before its step's progress.
         enqueue(() => publishAccountMessage(redis, keys, {
           accountId: job.accountId,
+          jobId: job.id,
           preview: {
             imageType: mimeType === 'image/png' ? 'png' : 'jpeg',
             base64: image.toString('base64'),
@@ -263,7 +265,7 @@ export class JobRunner {
         }),
       progressText: (nodeId, text) =>
         enqueue(async () => {
-          void publishAccountMessage(redis, keys, { accountId: job.accountId, progressText: { nodeId, text } }).catch(() => undefined);
+          void publishAccountMessage(redis, keys, { accountId: job.accountId, jobId: job.id, progressText: { nodeId, text } }).catch(() => undefined);
         }),
     });
 

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError, type JobView, type OutputView, type ProgressView } from '#libs/contracts';
-import { Prisma, type Db, type Job, type JobOutput, type Asset, type Blob, type JobStatus } from '#libs/db';
+import { Prisma, type Account, type Db, type Deployment, type Job, type JobOutput, type Asset, type Blob, type JobStatus } from '#libs/db';
 import { linkLifetimeSeconds, type BlobStore } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
 import { requestOrigin } from '../http/request-origin.js';
@@ -16,11 +16,21 @@ export type JobWithOutputs = Job & { outputs: (JobOutput & { asset: Asset & { bl
  * Whose jobs a request sees: the account's, and on the deployment surface only the addressed
  * deployment's, so that a deployment's API reads, lists and cancels nothing else of the account
  * (its cloud jobs, another deployment's). `deploymentId: null` (cloud, self-hosted) does not filter.
- * A bare account id, as v1 and the event stream pass, is the account's jobs unfiltered.
+ * A bare account id is the account's jobs unfiltered.
  */
 export interface JobScope {
   accountId: string;
   deploymentId: string | null;
+}
+
+/** The jobs a request on `deployment` (null off the deployment surface) may see. */
+export function scopeOf(account: Pick<Account, 'id'>, deployment: Pick<Deployment, 'id'> | null): JobScope {
+  return { accountId: account.id, deploymentId: deployment?.id ?? null };
+}
+
+/** `inScope` for queries through Prisma's client, so that v1's queue and history filter as v2 does. */
+export function scopeWhere(scope: JobScope): Prisma.JobWhereInput {
+  return scope.deploymentId === null ? { accountId: scope.accountId } : { accountId: scope.accountId, deploymentId: scope.deploymentId };
 }
 
 /** The condition on `jobs j` that keeps a read within its scope. */

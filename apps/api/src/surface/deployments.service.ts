@@ -1,5 +1,5 @@
+import type { IncomingMessage } from 'node:http';
 import { Inject, Injectable } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
 import type { Account, Db, Deployment } from '#libs/db';
@@ -14,7 +14,7 @@ export class DeploymentsService {
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
-  async resolve(request: FastifyRequest, account: Account): Promise<Deployment | null> {
+  async resolve(request: { raw: IncomingMessage }, account: Account): Promise<Deployment | null> {
     if (this.config.surface !== 'deployment') return null;
     const id = deploymentIdOf(request);
     if (!id) throw new ApiError('not_found', 'Address a deployment: /deployment/{id}/... or {id}.<domain>.');

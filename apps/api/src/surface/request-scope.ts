@@ -37,7 +37,8 @@ export function deploymentRewriter(config: Config): ((req: IncomingMessage) => s
   };
 }
 
-export function deploymentIdOf(request: FastifyRequest): string | null {
+/** Of an HTTP request, or of a WebSocket upgrade (`{ raw: request }`), which Fastify does not route. */
+export function deploymentIdOf(request: { raw: IncomingMessage }): string | null {
   return (request.raw as RawWithDeployment).deploymentId ?? null;
 }
 

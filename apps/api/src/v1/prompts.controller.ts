@@ -6,7 +6,7 @@ import { toEngineErrorBody, validateWorkflow, workflowFormat } from '#libs/workf
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { DB } from '../core/tokens.js';
 import { JobControl } from '../jobs/job-control.service.js';
-import { JobViews } from '../jobs/job-views.service.js';
+import { JobViews, scopeOf, scopeWhere, type JobScope } from '../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
 import { DeploymentsService } from '../surface/deployments.service.js';
@@ -82,7 +82,8 @@ function pinnedStructureBody(message: string, problems: PinnedStructureProblems,
 
 /**
  * The engine's prompt, queue and history routes over this account's jobs. A v1 prompt is a job
- * like any other (v2 sees it too); queue and interrupt only ever touch the caller's own jobs.
+ * like any other (v2 sees it too); every route sees, counts and touches the jobs v2's job routes
+ * would on the same surface (`JobScope`): on a deployment's API, that deployment's jobs only.
  */
 @Controller('api')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
@@ -150,22 +151,31 @@ export class V1PromptsController {
     return { prompt_id: job.id, number: Number(job.number), node_errors: nodeErrors };
   }
 
+  /**
+   * Whose jobs this request sees, as on v2: on the deployment surface an address without a
+   * deployment of the caller answers 404 as a submission there does.
+   */
+  private async scope(account: Account, http: FastifyRequest): Promise<JobScope> {
+    return scopeOf(account, await this.deployments.resolve(http, account));
+  }
+
   @Get('prompt')
-  async queueInfo(@CurrentAccount() account: Account) {
-    const remaining = await this.db.job.count({ where: { accountId: account.id, status: { in: [...IN_FLIGHT] } } });
+  async queueInfo(@CurrentAccount() account: Account, @Req() http: FastifyRequest) {
+    const remaining = await this.db.job.count({ where: { ...scopeWhere(await this.scope(account, http)), status: { in: [...IN_FLIGHT] } } });
     return { exec_info: { queue_remaining: remaining } };
   }
 
   @Get('job/:id/status')
-  async status(@CurrentAccount() account: Account, @Param('id') id: string) {
-    const job = isUuid(id) ? await this.db.job.findFirst({ where: { id: id.toLowerCase(), accountId: account.id }, select: { status: true, error: true } }) : null;
+  async status(@CurrentAccount() account: Account, @Param('id') id: string, @Req() http: FastifyRequest) {
+    const scope = await this.scope(account, http);
+    const job = isUuid(id) ? await this.db.job.findFirst({ where: { id: id.toLowerCase(), ...scopeWhere(scope) }, select: { status: true, error: true } }) : null;
     if (!job) throw ApiError.notFound('job');
     return { status: v1Status(job) };
   }
 
   @Get('queue')
-  async queue(@CurrentAccount() account: Account) {
-    const jobs = await this.db.job.findMany({ where: { accountId: account.id, status: { in: [...IN_FLIGHT] } }, orderBy: [{ number: 'asc' }] });
+  async queue(@CurrentAccount() account: Account, @Req() http: FastifyRequest) {
+    const jobs = await this.db.job.findMany({ where: { ...scopeWhere(await this.scope(account, http)), status: { in: [...IN_FLIGHT] } }, orderBy: [{ number: 'asc' }] });
     return {
       queue_running: await this.views.queueTuples(jobs.filter((j) => j.status !== 'queued')),
       queue_pending: await this.views.queueTuples(jobs.filter((j) => j.status === 'queued')),
@@ -175,12 +185,13 @@ export class V1PromptsController {
   /** `{delete: [prompt_id, ...]}` cancels those jobs (waiting or running); `{clear: true}` every waiting one. */
   @Post('queue')
   @HttpCode(200)
-  async manageQueue(@CurrentAccount() account: Account, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
+  async manageQueue(@CurrentAccount() account: Account, @Body() raw: unknown, @Req() http: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
+    const mine = scopeWhere(await this.scope(account, http));
     const body = parsedOr400(reply, () => parseDeleteBody(raw));
     if (!body) return reply;
     const targets: Job[] = [];
-    if (body.ids.length > 0) targets.push(...(await this.db.job.findMany({ where: { id: { in: body.ids }, accountId: account.id, status: { in: ['queued', 'running'] } } })));
-    if (body.clear) targets.push(...(await this.db.job.findMany({ where: { accountId: account.id, status: 'queued' } })));
+    if (body.ids.length > 0) targets.push(...(await this.db.job.findMany({ where: { id: { in: body.ids }, ...mine, status: { in: ['queued', 'running'] } } })));
+    if (body.clear) targets.push(...(await this.db.job.findMany({ where: { ...mine, status: 'queued' } })));
     for (const job of targets) await this.control.cancel(job);
     return reply.status(200).send();
   }
@@ -188,24 +199,26 @@ export class V1PromptsController {
   /** Interrupts the caller's running job named by `prompt_id`, or all of its running jobs. */
   @Post('interrupt')
   @HttpCode(200)
-  async interrupt(@CurrentAccount() account: Account, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
+  async interrupt(@CurrentAccount() account: Account, @Body() raw: unknown, @Req() http: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
+    const mine = scopeWhere(await this.scope(account, http));
     const body = parsedOr400(reply, () => parseJsonObject(raw));
     if (!body) return reply;
     const promptId = typeof body.prompt_id === 'string' && isUuid(body.prompt_id) ? body.prompt_id.toLowerCase() : null;
     if (body.prompt_id !== undefined && body.prompt_id !== null && !promptId) return reply.status(200).send();
-    const running = await this.db.job.findMany({ where: { accountId: account.id, status: 'running', ...(promptId ? { id: promptId } : {}) } });
+    const running = await this.db.job.findMany({ where: { ...mine, status: 'running', ...(promptId ? { id: promptId } : {}) } });
     for (const job of running) await this.control.cancel(job);
     return reply.status(200).send();
   }
 
   @Get('history')
-  async history(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>) {
+  async history(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() http: FastifyRequest) {
+    const mine = scopeWhere(await this.scope(account, http));
     const take = intParam(query.max_items, 200, HISTORY_MAX);
     // As the engine counts it: `offset` skips that many of the oldest; without one the page is
     // the newest `max_items`. Either way the engine lists history oldest first.
     const offset = intParam(query.offset, -1, 1_000_000);
     const jobs = await this.db.job.findMany({
-      where: { accountId: account.id, status: { in: [...FINISHED] }, historyHidden: false, OR: [{ startedAt: { not: null } }, { status: { in: ['failed', 'expired'] } }] },
+      where: { ...mine, status: { in: [...FINISHED] }, historyHidden: false, OR: [{ startedAt: { not: null } }, { status: { in: ['failed', 'expired'] } }] },
       orderBy: [{ number: offset < 0 ? 'desc' : 'asc' }],
       take,
       skip: Math.max(offset, 0),
@@ -216,10 +229,11 @@ export class V1PromptsController {
 
   /** A finished job of the caller, or `{}` as the engine answers for an unknown prompt. */
   @Get('history/:id')
-  async historyOf(@CurrentAccount() account: Account, @Param('id') id: string) {
+  async historyOf(@CurrentAccount() account: Account, @Param('id') id: string, @Req() http: FastifyRequest) {
+    const scope = await this.scope(account, http);
     if (!isUuid(id)) return {};
     // Clients poll this while they wait: one query, as the v2 job view reads a job.
-    const job = await this.jobs.findOrNull(account.id, id.toLowerCase());
+    const job = await this.jobs.findOrNull(scope, id.toLowerCase());
     if (!job || job.historyHidden || !(FINISHED as readonly string[]).includes(job.status) || (job.status === 'canceled' && !job.startedAt)) return {};
     return this.views.history([job]);
   }
@@ -231,10 +245,11 @@ export class V1PromptsController {
    */
   @Post('history')
   @HttpCode(200)
-  async manageHistory(@CurrentAccount() account: Account, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
+  async manageHistory(@CurrentAccount() account: Account, @Body() raw: unknown, @Req() http: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
+    const mine = scopeWhere(await this.scope(account, http));
     const body = parsedOr400(reply, () => parseDeleteBody(raw));
     if (!body) return reply;
-    const inHistory = { accountId: account.id, status: { in: [...FINISHED] }, historyHidden: false };
+    const inHistory = { ...mine, status: { in: [...FINISHED] }, historyHidden: false };
     if (body.clear) await this.db.job.updateMany({ where: inHistory, data: { historyHidden: true } });
     if (body.ids.length > 0) await this.db.job.updateMany({ where: { ...inHistory, id: { in: body.ids } }, data: { historyHidden: true } });
     return reply.status(200).send();

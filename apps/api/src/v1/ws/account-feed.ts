@@ -2,14 +2,15 @@ import type { Job } from '#libs/db';
 import { encodePreviewImageFrame, encodePreviewImageWithMetadataFrame, encodeTextFrame, mimeToImageFormat, type PreviewMetadata } from '#libs/engine-protocol';
 import type { AccountMessage, PublishedJobEvent } from '#libs/jobs';
 import type { EventFanout } from '../../jobs/event-fanout.js';
+import type { JobScope } from '../../jobs/job-views.service.js';
 import { cloudExceptionType } from '../jobs/v1-status.js';
 import type { ClientSocket } from './client-socket.js';
 
 export interface FeedDeps {
   fanout: EventFanout;
-  /** The account's jobs waiting or running, the engine's `queue_remaining`. */
-  queueRemaining(accountId: string, excluding?: string): Promise<number>;
-  job(jobId: string): Promise<Pick<Job, 'status' | 'error' | 'startedAt' | 'attempts'> | null>;
+  /** The scope's jobs waiting or running, the engine's `queue_remaining`. */
+  queueRemaining(scope: JobScope, excluding?: string): Promise<number>;
+  job(jobId: string): Promise<Pick<Job, 'status' | 'error' | 'startedAt' | 'attempts' | 'deploymentId'> | null>;
 }
 
 const TERMINAL_MESSAGES = new Set(['execution_success', 'execution_error', 'execution_interrupted']);
@@ -32,7 +33,8 @@ class RecentIds {
 }
 
 /**
- * Everything one account's sockets on this replica receive, in one ordered stream: the engine
+ * Everything one account's sockets on this replica receive (on the deployment surface, one
+ * deployment's sockets, of its jobs only, as v2 scopes them), in one ordered stream: the engine
  * messages workers forward (through Redis, from any worker), plus what the engine would send and
  * the worker cannot: `status` queue counts as the account's jobs come and go, the closing
  * `executing {node: null}` after a prompt ends, and an `execution_error` (or
@@ -49,21 +51,43 @@ export class AccountFeed {
   /** Prompts whose engine said they ended, waiting for their job's terminal status. */
   private readonly finishing = new RecentIds();
   private readonly ended = new RecentIds();
+  /** Whether a job is in this feed's deployment: a job never moves, so the answer is kept. */
+  private readonly inDeployment = new Map<string, boolean>();
   private readonly unsubscribe: Array<() => void>;
 
   constructor(
-    readonly accountId: string,
+    readonly scope: JobScope,
     private readonly deps: FeedDeps,
   ) {
     this.unsubscribe = [
-      deps.fanout.onAccount(accountId, (m) => {
+      deps.fanout.onAccount(scope.accountId, (m) => {
         if ((m.preview || m.progressText) && this.backlog > MAX_BACKLOG / 2) return;
-        this.enqueue(() => this.onEngineMessage(m));
+        this.enqueue(async () => {
+          if (await this.sees(m.jobId)) await this.onEngineMessage(m);
+        });
       }),
-      deps.fanout.onAccountJobs(accountId, (e) => {
-        if (e.event === 'status') this.enqueue(() => this.onJobStatus(e));
+      deps.fanout.onAccountJobs(scope.accountId, (e) => {
+        if (e.event !== 'status') return;
+        this.enqueue(async () => {
+          if (await this.sees(e.jobId)) await this.onJobStatus(e);
+        });
       }),
     ];
+  }
+
+  private async sees(jobId: string | undefined): Promise<boolean> {
+    const { deploymentId } = this.scope;
+    if (deploymentId === null) return true;
+    // A worker from before messages named their job: its messages cannot be placed.
+    if (!jobId) return false;
+    const known = this.inDeployment.get(jobId);
+    if (known !== undefined) return known;
+    const job = await this.deps.job(jobId);
+    // Not kept when not found: the job's row may just not be visible yet.
+    if (!job) return false;
+    this.inDeployment.set(jobId, job.deploymentId === deploymentId);
+    if (this.inDeployment.size > REMEMBERED_PROMPTS) this.inDeployment.delete(this.inDeployment.keys().next().value!);
+    return job.deploymentId === deploymentId;
   }
 
   /** Runs after everything already queued for this account; only `essential` steps pass a full backlog. */
@@ -86,7 +110,7 @@ export class AccountFeed {
   }
 
   async sendStatus(excluding?: string): Promise<void> {
-    const remaining = await this.deps.queueRemaining(this.accountId, excluding);
+    const remaining = await this.deps.queueRemaining(this.scope, excluding);
     this.broadcast('status', { status: { exec_info: { queue_remaining: remaining } } });
   }
 

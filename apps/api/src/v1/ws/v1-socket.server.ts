@@ -6,11 +6,13 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Config } from '#libs/config';
 import { ApiError, errorEnvelope } from '#libs/contracts';
-import type { Account, Db } from '#libs/db';
+import type { Db } from '#libs/db';
 import { UpgradeAuth } from '../../auth/index.js';
 import { CONFIG, DB } from '../../core/tokens.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
+import { scopeOf, scopeWhere, type JobScope } from '../../jobs/job-views.service.js';
 import { AccountLimits } from '../../limits/index.js';
+import { DeploymentsService } from '../../surface/deployments.service.js';
 import { deploymentRewriter } from '../../surface/request-scope.js';
 import { AccountFeed, type FeedDeps } from './account-feed.js';
 import { ClientSocket } from './client-socket.js';
@@ -34,8 +36,10 @@ function reject(socket: Duplex, status: number, code: string, message: string, h
 
 /**
  * The engine's WebSocket at `/ws` and `/api/ws` (under BASE_PATH), on the API's own HTTP server.
- * The key is checked before the upgrade (401 without). Each account's sockets on this replica
- * share one feed; messages reach them from any worker through Redis, so any replica will do.
+ * The key is checked before the upgrade (401 without), and on the deployment surface the
+ * deployment, as the HTTP routes check it. The sockets of one account on this replica (of one
+ * deployment, on its surface) share one feed; messages reach them from any worker through Redis,
+ * so any replica will do.
  */
 @Injectable()
 export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeApplicationShutdown, OnApplicationShutdown {
@@ -55,6 +59,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
     @Inject(DB) private readonly db: Db,
     private readonly auth: UpgradeAuth,
     private readonly limits: AccountLimits,
+    private readonly deployments: DeploymentsService,
     fanout: EventFanout,
   ) {
     const base = config.api.basePath;
@@ -62,9 +67,9 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
     this.rewrite = deploymentRewriter(config);
     this.deps = {
       fanout,
-      queueRemaining: (accountId, excluding) =>
-        db.job.count({ where: { accountId, status: { in: ['queued', 'running', 'canceling'] }, ...(excluding ? { id: { not: excluding } } : {}) } }),
-      job: (jobId) => db.job.findUnique({ where: { id: jobId }, select: { status: true, error: true, startedAt: true, attempts: true } }),
+      queueRemaining: (scope, excluding) =>
+        db.job.count({ where: { ...scopeWhere(scope), status: { in: ['queued', 'running', 'canceling'] }, ...(excluding ? { id: { not: excluding } } : {}) } }),
+      job: (jobId) => db.job.findUnique({ where: { id: jobId }, select: { status: true, error: true, startedAt: true, attempts: true, deploymentId: true } }),
     };
   }
 
@@ -109,6 +114,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
 
   private async accept(request: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
     const account = await this.auth.authenticate(request);
+    const scope = scopeOf(account, await this.deployments.resolve({ raw: request }, account));
     const given = url.searchParams.get('clientId');
     const sid = given && CLIENT_ID.test(given) ? given : randomUUID().replace(/-/g, '');
     const stream = await this.limits.openStream(account, `ws:${randomUUID()}`);
@@ -116,27 +122,28 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
       await stream.close();
       return;
     }
-    this.wss.handleUpgrade(request, socket, head, (ws) => this.attach(ws, account, sid, sid === given, stream));
+    this.wss.handleUpgrade(request, socket, head, (ws) => this.attach(ws, scope, sid, sid === given, stream));
   }
 
-  private attach(ws: WebSocket, account: Account, sid: string, named: boolean, stream: { refresh(): Promise<void>; close(): Promise<void> }): void {
+  private attach(ws: WebSocket, scope: JobScope, sid: string, named: boolean, stream: { refresh(): Promise<void>; close(): Promise<void> }): void {
     const client = new ClientSocket(ws, sid);
     this.clients.add(client);
-    let feed = this.feeds.get(account.id);
+    const key = `${scope.accountId}/${scope.deploymentId ?? ''}`;
+    let feed = this.feeds.get(key);
     if (!feed) {
-      feed = new AccountFeed(account.id, this.deps);
-      this.feeds.set(account.id, feed);
+      feed = new AccountFeed(scope, this.deps);
+      this.feeds.set(key, feed);
     }
     const joined = feed;
     joined.joining++;
     // The greeting goes through the feed so that it comes before anything else the socket gets.
     joined.enqueue(async () => {
       try {
-        const remaining = await this.deps.queueRemaining(account.id);
+        const remaining = await this.deps.queueRemaining(scope);
         client.sendJson('status', { status: { exec_info: { queue_remaining: remaining } }, sid });
         // As the engine does: a client back while its prompt runs is told the node running now.
         // (A client that named no id has no prompt of its own to come back to.)
-        const node = named ? await this.runningNode(account.id, sid) : null;
+        const node = named ? await this.runningNode(scope, sid) : null;
         if (node) client.sendJson('executing', { node });
         if (ws.readyState === ws.OPEN) joined.sockets.add(client);
       } finally {
@@ -157,16 +164,16 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
       joined.sockets.delete(client);
       joined.enqueue(() => {
         // No socket left and none about to join: stop listening for this account.
-        if (joined.sockets.size > 0 || joined.joining > 0 || this.feeds.get(account.id) !== joined) return;
-        this.feeds.delete(account.id);
+        if (joined.sockets.size > 0 || joined.joining > 0 || this.feeds.get(key) !== joined) return;
+        this.feeds.delete(key);
         joined.close();
       }, true);
     });
   }
 
-  /** The node that the account's running prompt of this client id runs now, or null. */
-  private async runningNode(accountId: string, clientId: string): Promise<string | null> {
-    const job = await this.db.job.findFirst({ where: { accountId, clientId, status: 'running' }, select: { progress: true }, orderBy: { startedAt: 'desc' } });
+  /** The node that the scope's running prompt of this client id runs now, or null. */
+  private async runningNode(scope: JobScope, clientId: string): Promise<string | null> {
+    const job = await this.db.job.findFirst({ where: { ...scopeWhere(scope), clientId, status: 'running' }, select: { progress: true }, orderBy: { startedAt: 'desc' } });
     const node = (job?.progress as { current_node?: unknown } | null | undefined)?.current_node;
     return typeof node === 'string' ? node : null;
   }

@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError, isTerminal, type JobView } from '#libs/contracts';
-import type { Account, Db, Deployment } from '#libs/db';
+import type { Account, Db } from '#libs/db';
 import { toV2NodeErrors } from '#libs/workflow';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { Draining } from '../../core/draining.js';
@@ -13,18 +13,13 @@ import { UuidPipe } from '../../http/uuid.pipe.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
 import { JobControl } from '../../jobs/job-control.service.js';
 import { JobPipeline } from '../../jobs/job-pipeline.js';
-import { JobViews, type JobScope } from '../../jobs/job-views.service.js';
+import { JobViews, scopeOf, type JobScope } from '../../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../../jobs/submission.service.js';
 import { AccountLimits, RateLimitGuard } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
 import { streamJobEvents } from './job-event-stream.js';
 import { nextCursor, parseJobListQuery } from './job-list.js';
 import { parseIdempotencyKey, parsePreferWait, parseSubmitBody } from './submit-body.js';
-
-/** The jobs a request on `deployment` (null off the deployment surface) may see: see `JobScope`. */
-function scopeOf(account: Account, deployment: Deployment | null): JobScope {
-  return { accountId: account.id, deploymentId: deployment?.id ?? null };
-}
 
 @JobDocs.controller()
 @Controller()
