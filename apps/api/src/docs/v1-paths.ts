@@ -101,7 +101,7 @@ const websocket = (summary: string): Obj => ({
   summary,
   description:
     'WebSocket upgrade. Text frames `{type, data}` as the engine sends them (`status`, `execution_start`, `executing`, `progress`, `progress_state`, `executed`, ' +
-    '`execution_cached`, `execution_success`, `execution_error`, `execution_interrupted`, `notification`), filtered to your account; binary preview frames ' +
+    '`execution_cached`, `execution_success`, `execution_error`, `execution_interrupted`, `notification`), filtered to your account (on a deployment API, to the jobs of that deployment); binary preview frames ' +
     '(type 1, or 4 with metadata once `supports_preview_metadata` is declared in a `feature_flags` message). The key is checked before the upgrade.',
   'x-websocket': true,
   security: [{ v1Token: [] }, { v1ApiKey: [] }],
