@@ -5,7 +5,8 @@ import type { Account } from '#libs/db';
 import { addInflightSpend } from '#libs/metrics';
 import { CONFIG } from '../../core/tokens.js';
 import { RouterError } from '../errors.js';
-import { ACQUIRE, RELEASE, RENEW } from './limits.scripts.js';
+import { LimitsOutbox, type Verdict, type WorkspaceLimits } from './limits.outbox.js';
+import { RENEW } from './limits.scripts.js';
 
 // A slot is held for the whole life of a call's provider generation. Its lease is renewed while
 // the generation runs, so a replica that dies mid-call frees its slots within one lease.
@@ -15,15 +16,6 @@ const RENEW_EVERY_MS = 10_000;
 type LimitCommands = Redis & {
   routerRenew(inflight: string, spend: string, ...args: (string | number)[]): Promise<number>;
 };
-
-type Verdict = [string, number, number];
-
-/** A command waiting for the next batch: its script, keys and arguments, and who waits for its reply. */
-interface Outgoing {
-  script: 'routerAcquire' | 'routerRelease';
-  args: (string | number)[];
-  done(err: Error | null, reply: unknown): void;
-}
 
 export interface Slot {
   id: string;
@@ -41,24 +33,22 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
   /** Releases that failed while Redis was away; sent again when it is back (else the lease ends them). */
   private readonly unreleased: Slot[] = [];
   private timer: NodeJS.Timeout | null = null;
-  /** Acquires and releases of this turn of the event loop, sent together (see `send`). */
-  private outbox: Outgoing[] = [];
+  private readonly outbox: LimitsOutbox;
 
   constructor(@Inject(CONFIG) private readonly config: Config) {
     // A connection of its own, not auto-pipelined: ioredis holds back an auto-pipeline while the
     // previous one awaits its replies, which under a burst of calls cost each acquire an extra
     // round trip (added p50 at 64 callers: 6-12 ms with it, 3-4 ms without). Commands are batched
-    // per turn of the event loop instead (`send`). No offline queue: with Redis away a call fails
+    // per turn of the event loop instead (LimitsOutbox). No offline queue: with Redis away a call fails
     // fast (503).
     const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
     redis.on('error', () => undefined);
     redis.on('ready', () => {
       for (const slot of this.unreleased.splice(0, this.unreleased.length)) this.sendRelease(slot);
     });
-    redis.defineCommand('routerAcquire', { numberOfKeys: 3, lua: ACQUIRE });
-    redis.defineCommand('routerRelease', { numberOfKeys: 2, lua: RELEASE });
     redis.defineCommand('routerRenew', { numberOfKeys: 2, lua: RENEW });
     this.redis = redis as LimitCommands;
+    this.outbox = new LimitsOutbox(redis);
   }
 
   async onModuleInit(): Promise<void> {
@@ -82,29 +72,20 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
-  private keys(accountId: string): [string, string, string] {
+  private keys(accountId: string): WorkspaceLimits['keys'] {
     const base = `${this.config.redisPrefix}:router:{${accountId}}`;
-    return [`${base}:inflight`, `${base}:spend`, `${base}:window`];
+    return { inflight: `${base}:inflight`, spend: `${base}:spend`, window: `${base}:window` };
   }
 
   /** Takes a slot for a call costing `costCents`, or throws the bucket the workspace hit. */
   async acquire(account: Account, slotId: string, costCents: number): Promise<Slot> {
-    const [inflight, spend, window] = this.keys(account.id);
-    const windowMs = Math.max(1, account.routerWindowSeconds) * 1000;
+    const workspace: WorkspaceLimits = {
+      keys: this.keys(account.id),
+      limits: [account.routerMaxConcurrent, account.routerSpendCapCents, account.routerWindowCalls, Math.max(1, account.routerWindowSeconds) * 1000, LEASE_MS],
+    };
     let verdict: Verdict;
     try {
-      verdict = (await this.send('routerAcquire', [
-        inflight,
-        spend,
-        window,
-        slotId,
-        costCents,
-        account.routerMaxConcurrent,
-        account.routerSpendCapCents,
-        account.routerWindowCalls,
-        windowMs,
-        LEASE_MS,
-      ])) as Verdict;
+      verdict = await this.outbox.acquire(workspace, slotId, costCents);
     } catch (err) {
       this.logger.warn(`limits unavailable: ${(err as Error).message}`);
       throw new RouterError('service_unavailable', 'The router cannot check its limits right now; retry with backoff.', { 'retry-after': '1' });
@@ -160,46 +141,16 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
 
   /** The Redis half of a release; sent again once Redis is back if it fails. */
   private sendRelease(slot: Slot): void {
-    const [inflight, spend] = this.keys(slot.accountId);
-    this.send('routerRelease', [inflight, spend, slot.id]).catch((err: Error) => {
+    this.outbox.release(this.keys(slot.accountId), slot.id).catch((err: Error) => {
       this.logger.warn(`slot ${slot.id} not released yet: ${err.message}`);
       if (this.unreleased.length < 100_000) this.unreleased.push(slot);
     });
   }
 
-  /**
-   * Queues a limits script for the end of this turn of the event loop, when the commands of every
-   * call that got this far in the turn leave in one pipeline: one socket write for a burst of
-   * calls rather than one each. On loopback a write costs the sender the receiver's side of TCP
-   * too; a write per command was a tenth of the API's CPU time per call at 64 callers. Order is
-   * kept, so a release still reaches Redis before this process's later acquires.
-   */
-  private send(script: Outgoing['script'], args: (string | number)[]): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      if (this.outbox.length === 0) setImmediate(() => this.flush());
-      this.outbox.push({ script, args, done: (err, reply) => (err ? reject(err) : resolve(reply)) });
-    });
-  }
-
-  private flush(): void {
-    const batch = this.outbox;
-    this.outbox = [];
-    const pipeline = this.redis.pipeline() as ReturnType<Redis['pipeline']> & Record<Outgoing['script'], (...args: (string | number)[]) => unknown>;
-    for (const command of batch) pipeline[command.script](...command.args);
-    pipeline.exec().then(
-      (replies) =>
-        batch.forEach((command, i) => {
-          const reply = replies?.[i];
-          command.done(reply ? reply[0] : new Error('Redis sent no reply'), reply?.[1]);
-        }),
-      (err: Error) => batch.forEach((command) => command.done(err, undefined)),
-    );
-  }
-
   private async renewAll(): Promise<void> {
     for (const [accountId, slots] of this.held) {
       if (slots.size === 0) continue;
-      const [inflight, spend] = this.keys(accountId);
+      const { inflight, spend } = this.keys(accountId);
       await this.redis.routerRenew(inflight, spend, LEASE_MS, ...slots).catch((err: Error) => this.logger.warn(`lease renewal failed: ${err.message}`));
     }
   }
