@@ -30,7 +30,7 @@ export function scopeOf(account: Pick<Account, 'id'>, deployment: Pick<Deploymen
 
 /** `inScope` for queries through Prisma's client, so that v1's queue and history filter as v2 does. */
 export function scopeWhere(scope: JobScope): Prisma.JobWhereInput {
-  return scope.deploymentId === null ? { accountId: scope.accountId } : { accountId: scope.accountId, deploymentId: scope.deploymentId };
+  return { accountId: scope.accountId, ...(scope.deploymentId === null ? {} : { deploymentId: scope.deploymentId }) };
 }
 
 /** The condition on `jobs j` that keeps a read within its scope. */

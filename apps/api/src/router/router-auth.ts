@@ -34,10 +34,10 @@ interface CachedAccount {
   reload: Promise<Account | null> | null;
 }
 
-/** A charge taken off a cached balance before the database has it. */
 /** A charge taken off the cached balance: settle it once, written (true) or given back (false). */
 export type HeldCharge = (written: boolean) => void;
 
+/** A charge taken off a cached balance before the database has it. */
 interface LocalCharge {
   cents: bigint;
   written: boolean;

@@ -78,19 +78,20 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, scope:
   };
   // The log holds status events without a position, which moves with the queue: a queued one is
   // sent with the position as of now. A count that fails goes out as null; the poll below retries.
-  const statusView = async (data: string) => {
-    const status = JSON.parse(data) as { status?: string };
+  const statusView = async (data: string, status: { status?: string }) => {
     if (status.status !== 'queued') return data;
     lastPosition = await pipeline.queuePosition(jobId, createdAt).catch(() => undefined);
     return JSON.stringify({ ...status, queue_position: lastPosition ?? null });
   };
   const send = async (id: string, event: string, data: string) => {
-    let body = data;
-    if (event === 'output') body = JSON.stringify(await views.outputEventView(JSON.parse(data) as Record<string, unknown>, request));
-    if (event === 'status') body = await statusView(data);
-    write(`id: ${id}\nevent: ${event}\ndata: ${body}\n\n`, event === 'preview');
-    if (event !== 'status') return;
-    knownStatus = (JSON.parse(data) as { status?: string }).status ?? null;
+    if (event !== 'status') {
+      const body = event === 'output' ? JSON.stringify(await views.outputEventView(JSON.parse(data) as Record<string, unknown>, request)) : data;
+      write(`id: ${id}\nevent: ${event}\ndata: ${body}\n\n`, event === 'preview');
+      return;
+    }
+    const status = JSON.parse(data) as { status?: string };
+    write(`id: ${id}\nevent: status\ndata: ${await statusView(data, status)}\n\n`);
+    knownStatus = status.status ?? null;
     if (isTerminal(knownStatus ?? '')) finish();
   };
   // A step that fails (the database behind an output's links, say) ends the stream: an event may
