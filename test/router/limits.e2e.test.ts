@@ -101,7 +101,8 @@ describe('router limits, across two API replicas', () => {
   });
 
   it.each([
-    ['one call in flight', { routerMaxConcurrent: 1 }],
+    // An allowance of two: a replica takes a share of the window only out of a quarter of what is free.
+    ['one call in flight', { routerMaxConcurrent: 1, routerWindowCalls: 2 }],
     ['one call per window', { routerWindowCalls: 1 }],
   ])('duplicates with one Idempotency-Key at a limit of %s: one dispatch, all join it, none refused', async (limit, limits) => {
     const ws = await world.workspace(limits);
@@ -148,19 +149,22 @@ describe('router limits, across two API replicas', () => {
     expectRouterError(await world.post(ws.token, 'acme/tts-mini', { text: 'one too many', voice: 'ember' }), 402, 'insufficient_credits');
   });
 
-  it("frees a crashed replica's slots when their lease expires", async () => {
+  it("frees a crashed replica's holding when its lease expires", async () => {
     const ws = await world.workspace({ routerMaxConcurrent: 1 });
     const inflight = `${world.stack.redisPrefix}:router:{${ws.id}}:inflight`;
+    const slots = `${world.stack.redisPrefix}:router:{${ws.id}}:slots`;
     const spend = `${world.stack.redisPrefix}:router:{${ws.id}}:spend`;
     const [seconds] = await redis.time();
-    // A slot whose lease is still running blocks the workspace...
+    // A replica's holding (one slot, 3 cents) whose lease is still running blocks the workspace...
     await redis.zadd(inflight, (Number(seconds) + 60) * 1000, 'ghost-live');
+    await redis.hset(slots, 'ghost-live', 1);
     await redis.hset(spend, 'ghost-live', 3);
     expectRouterError(await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x' }), 429, 'concurrency_limit_exceeded');
     // ...one whose lease ran out (its replica stopped renewing it) does not.
     await redis.zadd(inflight, (Number(seconds) - 1) * 1000, 'ghost-live');
     expect((await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x' })).status).toBe(200);
     expect(await redis.zscore(inflight, 'ghost-live')).toBeNull();
+    expect(await redis.hget(slots, 'ghost-live')).toBeNull();
     expect(await redis.hget(spend, 'ghost-live')).toBeNull();
   });
 });

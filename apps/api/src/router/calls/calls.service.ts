@@ -201,7 +201,7 @@ export class CallsService {
 
   /** The slot the dispatch holds; a limit may refuse it, and a caller that left meanwhile gets none. */
   private async takeSlot(input: CallInput, model: CatalogModel): Promise<Slot> {
-    const slot = await this.limits.acquire(input.account, input.callId, model.priceCents);
+    const slot = await this.limits.acquire(input.account, model.priceCents);
     if (input.fate.gone()) {
       this.limits.release(slot);
       throw callerGone();
@@ -327,8 +327,7 @@ export class CallsService {
       })
       .finally(() => {
         bound.release();
-        // After the answer has left: the caller waits for it, not for the release command.
-        setImmediate(() => this.limits.release(slot));
+        this.limits.release(slot);
       });
     if (keyed) {
       this.generations.set(input.callId, generation);

@@ -1,70 +1,60 @@
 import type { Redis } from 'ioredis';
-import { ACQUIRE, RELEASE } from './limits.scripts.js';
-
-/** A workspace's limit keys and limits, as the acquire script takes them. */
-export interface WorkspaceLimits {
-  keys: { inflight: string; spend: string; window: string };
-  /** maxConcurrent, spendCap, windowCalls, windowMs, leaseMs. */
-  limits: [number, number, number, number, number];
-}
+import { LEASE } from './limits.scripts.js';
+import type { LeaseAsk, LeaseGrant, WorkspaceLease } from './workspace-lease.js';
 
 export type Verdict = [string, number, number];
 
 type Done<T> = (err: Error | null, value?: T) => void;
 
 interface Acquire {
-  slotId: string;
   costCents: number;
   done: Done<Verdict>;
 }
 
-interface Release {
-  slotId: string;
-  done: Done<void>;
-}
-
 type ScriptPipeline = ReturnType<Redis['pipeline']> & {
-  routerAcquire(inflight: string, spend: string, window: string, ...args: (string | number)[]): unknown;
-  routerRelease(inflight: string, spend: string, ...slots: string[]): unknown;
+  routerLease(inflight: string, slots: string, spend: string, window: string, ...args: (string | number)[]): unknown;
 };
 
-// unpack() in Redis's Lua takes a few thousand values at most; a script gets this many calls.
+// A script decides this many calls at most (Redis serves no one else while it runs); the rest of a
+// workspace's burst waits for the next script.
 const MAX_PER_SCRIPT = 500;
 
 /**
- * The limits commands of one turn of the event loop, sent together at its end: one pipeline (one
- * socket write) for the turn, and one script per workspace for its releases and one for its
- * acquires. On loopback a write costs the sender the receiver's side of TCP too, and in Redis a
- * script's own cost is several times that of its commands: per call, a write and a script each
- * were a tenth of the API's and most of Redis's CPU time at 64 callers. Releases go first: they
- * were asked for before any acquire of the turn could be answered.
+ * The lease scripts of one turn of the event loop, sent together at its end: one pipeline (one
+ * socket write) for the turn, and one script per workspace deciding all its calls of the turn that
+ * the replica's holding could not cover. On loopback a write costs the sender the receiver's side
+ * of TCP too, and in Redis a script's own cost is several times that of its commands.
  */
 export class LimitsOutbox {
-  private acquires = new Map<string, { workspace: WorkspaceLimits; calls: Acquire[] }>();
-  private releases = new Map<string, { workspace: WorkspaceLimits['keys']; calls: Release[] }>();
+  private acquires = new Map<WorkspaceLease, Acquire[]>();
+  /** Workspaces with an acquire script in flight. */
+  private readonly asking = new Set<WorkspaceLease>();
+  private refreshes: { lease: WorkspaceLease; ask: LeaseAsk; done: Done<LeaseGrant> }[] = [];
   private scheduled = false;
 
-  constructor(private readonly redis: Redis) {
-    redis.defineCommand('routerAcquire', { numberOfKeys: 3, lua: ACQUIRE });
-    redis.defineCommand('routerRelease', { numberOfKeys: 2, lua: RELEASE });
+  constructor(
+    private readonly redis: Redis,
+    /** This replica's name in Redis's holdings. */
+    private readonly holder: string,
+    private readonly leaseMs: number,
+  ) {
+    redis.defineCommand('routerLease', { numberOfKeys: 4, lua: LEASE });
   }
 
-  acquire(workspace: WorkspaceLimits, slotId: string, costCents: number): Promise<Verdict> {
+  /** Asks Redis to decide a call the holding could not cover; the lease takes the answer first. */
+  acquire(lease: WorkspaceLease, costCents: number): Promise<Verdict> {
     return new Promise((resolve, reject) => {
-      // Calls of one workspace under other limits (its cache reloaded within the turn) are decided apart.
-      const group = `${workspace.keys.inflight} ${workspace.limits.join(' ')}`;
-      let pending = this.acquires.get(group);
-      if (!pending) this.acquires.set(group, (pending = { workspace, calls: [] }));
-      pending.calls.push({ slotId, costCents, done: (err, verdict) => (err ? reject(err) : resolve(verdict!)) });
+      let pending = this.acquires.get(lease);
+      if (!pending) this.acquires.set(lease, (pending = []));
+      pending.push({ costCents, done: (err, verdict) => (err ? reject(err) : resolve(verdict!)) });
       this.schedule();
     });
   }
 
-  release(keys: WorkspaceLimits['keys'], slotId: string): Promise<void> {
+  /** Sends a refresh the lease asked for (WorkspaceLease.refreshAsk or releaseAsk). */
+  refresh(lease: WorkspaceLease, ask: LeaseAsk): Promise<LeaseGrant> {
     return new Promise((resolve, reject) => {
-      let pending = this.releases.get(keys.inflight);
-      if (!pending) this.releases.set(keys.inflight, (pending = { workspace: keys, calls: [] }));
-      pending.calls.push({ slotId, done: (err) => (err ? reject(err) : resolve()) });
+      this.refreshes.push({ lease, ask, done: (err, grant) => (err ? reject(err) : resolve(grant!)) });
       this.schedule();
     });
   }
@@ -78,39 +68,78 @@ export class LimitsOutbox {
   private flush(): void {
     this.scheduled = false;
     const pipeline = this.redis.pipeline() as ScriptPipeline;
+    if (this.refreshes.length === 0 && [...this.acquires.keys()].every((lease) => this.asking.has(lease))) return;
     // One entry per script sent: what to do with its reply (or its error).
     const answers: ((err: Error | null, reply: unknown) => void)[] = [];
-    for (const { workspace, calls } of this.releases.values()) {
-      for (const part of chunks(calls)) {
-        pipeline.routerRelease(workspace.inflight, workspace.spend, ...part.map((c) => c.slotId));
-        answers.push((err) => part.forEach((c) => c.done(err)));
-      }
+    // Refreshes first: they were asked before any acquire of the turn could be answered.
+    for (const { lease, ask, done } of this.refreshes) {
+      this.send(pipeline, lease, ask, []);
+      answers.push((err, reply) => {
+        const flat = reply as (string | number)[] | undefined;
+        if (err || !flat || flat.length !== GRANT_LENGTH) done(err ?? new Error('Redis sent no holding'));
+        else done(null, grantOf(flat, 0));
+      });
     }
-    for (const { workspace, calls } of this.acquires.values()) {
-      const { inflight, spend, window } = workspace.keys;
-      for (const part of chunks(calls)) {
-        pipeline.routerAcquire(inflight, spend, window, ...workspace.limits, ...part.flatMap((c) => [c.slotId, c.costCents]));
-        answers.push((err, reply) => {
-          const flat = reply as (string | number)[] | undefined;
-          part.forEach((c, i) => {
-            if (err || !flat || flat.length !== part.length * 3) c.done(err ?? new Error('Redis sent no verdict'));
-            else c.done(null, [String(flat[3 * i]), Number(flat[3 * i + 1]), Number(flat[3 * i + 2])]);
-          });
-        });
-      }
+    this.refreshes = [];
+    const now = performance.now();
+    for (const [lease, calls] of this.acquires) {
+      // One acquire script per workspace at a time: the next one's ask counts what this one admits.
+      if (this.asking.has(lease)) continue;
+      this.asking.add(lease);
+      const part = calls.splice(0, MAX_PER_SCRIPT);
+      if (calls.length === 0) this.acquires.delete(lease);
+      const costs = part.map((c) => c.costCents);
+      this.send(pipeline, lease, lease.askFor(costs, now), costs);
+      answers.push((err, reply) => {
+        this.asking.delete(lease);
+        if (this.acquires.has(lease)) this.schedule();
+        const flat = reply as (string | number)[] | undefined;
+        if (err || !flat || flat.length !== part.length * 3 + GRANT_LENGTH) {
+          part.forEach((c) => c.done(err ?? new Error('Redis sent no verdict')));
+          return;
+        }
+        const verdicts: Verdict[] = part.map((_, i) => [String(flat[3 * i]), Number(flat[3 * i + 1]), Number(flat[3 * i + 2])]);
+        lease.granted(grantOf(flat, part.length * 3), costs.filter((_, i) => verdicts[i]![0] === 'ok'), performance.now());
+        part.forEach((c, i) => c.done(null, verdicts[i]));
+      });
     }
-    this.releases = new Map();
-    this.acquires = new Map();
     pipeline.exec().then(
       (replies) => answers.forEach((answer, i) => answer(replies?.[i] ? replies[i]![0] : new Error('Redis sent no reply'), replies?.[i]?.[1])),
       (err: Error) => answers.forEach((answer) => answer(err, undefined)),
     );
   }
+
+  private send(pipeline: ScriptPipeline, lease: WorkspaceLease, ask: LeaseAsk, costs: number[]): void {
+    const { inflight, slots, spend, window } = lease.keys;
+    const { maxConcurrent, spendCap, windowCalls, windowMs } = lease.limits;
+    pipeline.routerLease(
+      inflight,
+      slots,
+      spend,
+      window,
+      maxConcurrent,
+      spendCap,
+      windowCalls,
+      windowMs,
+      this.leaseMs,
+      this.holder,
+      ask.usedSlots,
+      ask.usedCents,
+      ask.floorSlots,
+      ask.floorCents,
+      ask.heldWindowStart,
+      ask.windowReturned,
+      ask.wantSlots,
+      ask.wantCents,
+      ask.wantWindow,
+      ...costs,
+    );
+  }
 }
 
-function chunks<T>(items: T[]): T[][] {
-  if (items.length <= MAX_PER_SCRIPT) return [items];
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += MAX_PER_SCRIPT) out.push(items.slice(i, i + MAX_PER_SCRIPT));
-  return out;
+const GRANT_LENGTH = 7;
+
+function grantOf(flat: (string | number)[], at: number): LeaseGrant {
+  const [slots, cents, reserveSlots, reserveCents, share, windowStart, windowMsLeft] = flat.slice(at, at + GRANT_LENGTH).map(Number) as number[];
+  return { slots: slots!, cents: cents!, reserveSlots: reserveSlots!, reserveCents: reserveCents!, share: share!, windowStart: windowStart!, windowMsLeft: windowMsLeft! };
 }

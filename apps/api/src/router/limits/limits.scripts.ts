@@ -1,87 +1,103 @@
-// Lua run inside Redis, so every replica sees one atomic decision per call. Time comes from Redis
-// itself (TIME), never from a replica's clock. A workspace's keys share one hash tag.
+// Lua run inside Redis, so every replica sees one atomic decision. Time comes from Redis itself
+// (TIME), never from a replica's clock. A workspace's keys share one hash tag.
 //
-// inflight (ZSET): slot id -> lease expiry (ms). spend (HASH): slot id -> cents committed.
-// window (HASH): start, count of the fixed window the allowance is counted in.
-// Expired leases are a crashed replica's slots: they are dropped before every decision.
+// What a workspace's limits count is held by replicas: each API process holds, per workspace, a
+// number of slots and of cents (its calls in flight plus a small reserve) and a share of the
+// window's allowance. A replica admits its calls against its holding without asking Redis, and asks
+// only when the holding cannot cover a call (see workspace-lease.ts).
+//
+// inflight (ZSET): holder -> lease expiry (ms). slots (HASH): holder -> slots held.
+// spend (HASH): holder -> cents held. window (HASH): start, count of the fixed window the allowance
+// is counted in (calls admitted plus the replicas' unused shares).
+// Expired leases are a crashed replica's holdings: they are dropped before every decision.
 
-const NOW = `
+/**
+ * KEYS: inflight, slots, spend, window.
+ * ARGV: maxConcurrent, spendCap, windowCalls, windowMs, leaseMs, holder, usedSlots, usedCents,
+ * floorSlots, floorCents, heldWindowStart, windowReturned, wantSlots, wantCents, wantWindow, then
+ * the cost of each call to decide.
+ *
+ * The holder's calls in flight (used*) are counted as they are; the rest of its holding is not, so
+ * its own reserve never refuses its own call. The calls are decided in order, each as if it came
+ * alone, against everything held by the other replicas. The holder then holds its calls in flight,
+ * the ones admitted, and a reserve of what it asked for (want*) but at most a quarter of what is
+ * still free, and never less than floor* (what it may admit against while this runs). Unused
+ * window shares it gives back (windowReturned, of the window heldWindowStart) leave the count.
+ *
+ * Returns {verdict, a, b} per call, flat: ok (in flight, committed cents) / rate_limited (used, ms
+ * until the window rolls) / concurrency (in flight) / spend (committed cents); then the holding:
+ * slots, cents, the reserve allowed beyond the calls in flight (slots, cents), window share granted,
+ * window start, ms until the window rolls.
+ */
+export const LEASE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`;
-
-const PRUNE = `
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 for i = 1, #expired, 500 do
   local batch = {unpack(expired, i, math.min(i + 499, #expired))}
   redis.call('ZREM', KEYS[1], unpack(batch))
   redis.call('HDEL', KEYS[2], unpack(batch))
+  redis.call('HDEL', KEYS[3], unpack(batch))
 end
-`;
-
-/**
- * KEYS: inflight, spend, window. ARGV: maxConcurrent, spendCap, windowCalls, windowMs, leaseMs,
- * then a slot and its cost for each call. Decides the calls in order, each as if it came alone
- * (one script for a burst of one workspace's calls: a script's own cost in Redis is several times
- * that of its commands). Returns {verdict, a, b} per call, flat: ok (in flight, committed cents) /
- * rate_limited (used, ms until the window rolls) / concurrency (in flight) / spend (committed cents).
- */
-export const ACQUIRE = `${NOW}${PRUNE}
 local maxConcurrent = tonumber(ARGV[1])
 local spendCap = tonumber(ARGV[2])
 local windowCalls = tonumber(ARGV[3])
 local windowMs = tonumber(ARGV[4])
 local lease = tonumber(ARGV[5])
+local holder = ARGV[6]
+local mySlots = tonumber(ARGV[7])
+local myCents = tonumber(ARGV[8])
 local windowStart = now - (now % windowMs)
-local w = redis.call('HMGET', KEYS[3], 'start', 'count')
+local w = redis.call('HMGET', KEYS[4], 'start', 'count')
 local used = 0
 if tonumber(w[1]) == windowStart then used = tonumber(w[2]) or 0 end
-local inflight = redis.call('ZCARD', KEYS[1])
-local committed = 0
-for _, v in ipairs(redis.call('HVALS', KEYS[2])) do committed = committed + tonumber(v) end
-local verdicts, leases, costs = {}, {}, {}
-for i = 6, #ARGV, 2 do
-  local cost = tonumber(ARGV[i + 1])
+if tonumber(ARGV[11]) == windowStart then used = math.max(0, used - tonumber(ARGV[12])) end
+local inflight = mySlots - tonumber(redis.call('HGET', KEYS[2], holder) or '0')
+for _, v in ipairs(redis.call('HVALS', KEYS[2])) do inflight = inflight + tonumber(v) end
+local committed = myCents - tonumber(redis.call('HGET', KEYS[3], holder) or '0')
+for _, v in ipairs(redis.call('HVALS', KEYS[3])) do committed = committed + tonumber(v) end
+local out = {}
+for i = 16, #ARGV do
+  local cost = tonumber(ARGV[i])
   if used >= windowCalls then
-    table.insert(verdicts, 'rate_limited'); table.insert(verdicts, used); table.insert(verdicts, windowStart + windowMs - now)
+    table.insert(out, 'rate_limited'); table.insert(out, used); table.insert(out, windowStart + windowMs - now)
   elseif inflight >= maxConcurrent then
-    table.insert(verdicts, 'concurrency'); table.insert(verdicts, inflight); table.insert(verdicts, 0)
+    table.insert(out, 'concurrency'); table.insert(out, inflight); table.insert(out, 0)
   elseif committed + cost > spendCap then
-    table.insert(verdicts, 'spend'); table.insert(verdicts, committed); table.insert(verdicts, 0)
+    table.insert(out, 'spend'); table.insert(out, committed); table.insert(out, 0)
   else
     used = used + 1
     inflight = inflight + 1
     committed = committed + cost
-    table.insert(leases, now + lease); table.insert(leases, ARGV[i])
-    table.insert(costs, ARGV[i]); table.insert(costs, ARGV[i + 1])
-    table.insert(verdicts, 'ok'); table.insert(verdicts, inflight); table.insert(verdicts, committed)
+    mySlots = mySlots + 1
+    myCents = myCents + cost
+    table.insert(out, 'ok'); table.insert(out, inflight); table.insert(out, committed)
   end
 end
-if #leases > 0 then
-  redis.call('ZADD', KEYS[1], unpack(leases))
-  redis.call('HSET', KEYS[2], unpack(costs))
+-- A quarter of what is free at most: the other replicas always find most of it.
+local reserveSlots = math.max(0, math.min(tonumber(ARGV[13]), math.floor((maxConcurrent - inflight) / 4)))
+local reserveCents = math.max(0, math.min(tonumber(ARGV[14]), math.floor((spendCap - committed) / 4)))
+mySlots = math.max(tonumber(ARGV[9]), mySlots + reserveSlots)
+myCents = math.max(tonumber(ARGV[10]), myCents + reserveCents)
+local share = math.max(0, math.min(tonumber(ARGV[15]), math.floor((windowCalls - used) / 4)))
+used = used + share
+if mySlots > 0 or myCents > 0 then
+  redis.call('ZADD', KEYS[1], now + lease, holder)
+  redis.call('HSET', KEYS[2], holder, mySlots)
+  redis.call('HSET', KEYS[3], holder, myCents)
   redis.call('PEXPIRE', KEYS[1], lease)
   redis.call('PEXPIRE', KEYS[2], lease)
-  redis.call('HSET', KEYS[3], 'start', windowStart, 'count', used)
-  redis.call('PEXPIRE', KEYS[3], windowMs)
+  redis.call('PEXPIRE', KEYS[3], lease)
+else
+  redis.call('ZREM', KEYS[1], holder)
+  redis.call('HDEL', KEYS[2], holder)
+  redis.call('HDEL', KEYS[3], holder)
 end
-return verdicts
-`;
-
-/** KEYS: inflight, spend. ARGV: slot... Frees the slots. */
-export const RELEASE = `
-redis.call('ZREM', KEYS[1], unpack(ARGV))
-redis.call('HDEL', KEYS[2], unpack(ARGV))
-return 1
-`;
-
-/** KEYS: inflight, spend. ARGV: leaseMs, slot... Extends the leases of slots still held. */
-export const RENEW = `${NOW}
-local lease = tonumber(ARGV[1])
-for i = 2, #ARGV do
-  redis.call('ZADD', KEYS[1], 'XX', now + lease, ARGV[i])
+if used > 0 or tonumber(w[1]) == windowStart then
+  redis.call('HSET', KEYS[4], 'start', windowStart, 'count', used)
+  redis.call('PEXPIRE', KEYS[4], windowMs)
 end
-redis.call('PEXPIRE', KEYS[1], lease)
-redis.call('PEXPIRE', KEYS[2], lease)
-return 1
+table.insert(out, mySlots); table.insert(out, myCents); table.insert(out, reserveSlots); table.insert(out, reserveCents); table.insert(out, share)
+table.insert(out, windowStart); table.insert(out, windowStart + windowMs - now)
+return out
 `;

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
@@ -5,54 +7,49 @@ import type { Account } from '#libs/db';
 import { addInflightSpend } from '#libs/metrics';
 import { CONFIG } from '../../core/tokens.js';
 import { RouterError } from '../errors.js';
-import { LimitsOutbox, type Verdict, type WorkspaceLimits } from './limits.outbox.js';
-import { RENEW } from './limits.scripts.js';
+import { LimitsOutbox, type Verdict } from './limits.outbox.js';
+import { WorkspaceLease, type WorkspaceKeys, type WorkspaceLimits } from './workspace-lease.js';
 
-// A slot is held for the whole life of a call's provider generation. Its lease is renewed while
-// the generation runs, so a replica that dies mid-call frees its slots within one lease.
+// A replica's holding of a workspace's limits lives this long in Redis unless renewed (it is,
+// while the replica lives): a replica that dies frees what it held within one lease.
 const LEASE_MS = 30_000;
-const RENEW_EVERY_MS = 10_000;
-
-type LimitCommands = Redis & {
-  routerRenew(inflight: string, spend: string, ...args: (string | number)[]): Promise<number>;
-};
+// How often holdings are looked at: renewed, grown before a burst needs it, shrunk, given back.
+const TICK_MS = 100;
 
 export interface Slot {
-  id: string;
   accountId: string;
   /** What the call committed: released with the slot (and shown as in-flight spend meanwhile). */
   costCents: number;
 }
 
+/**
+ * The workspace limits (concurrent calls, committed spend, windowed allowance), atomic across API
+ * replicas through Redis. Each replica holds a part of every busy workspace's limits and admits
+ * calls against it without a round trip (WorkspaceLease); Redis decides, exactly, the calls a
+ * holding cannot cover.
+ */
 @Injectable()
 export class LimitsService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('RouterLimits');
-  private readonly redis: LimitCommands;
-  /** Slots this process holds, by account: what the renewal timer extends. */
-  private readonly held = new Map<string, Set<string>>();
-  /** Releases that failed while Redis was away; sent again when it is back (else the lease ends them). */
-  private readonly unreleased: Slot[] = [];
+  private readonly redis: Redis;
+  private readonly leases = new Map<string, WorkspaceLease>();
   private timer: NodeJS.Timeout | null = null;
+  private refreshFailing = false;
   private readonly outbox: LimitsOutbox;
 
   constructor(@Inject(CONFIG) private readonly config: Config) {
     // A connection of its own, not auto-pipelined: ioredis holds back an auto-pipeline while the
     // previous one awaits its replies, which under a burst of calls cost each acquire an extra
-    // round trip (added p50 at 64 callers: 6-12 ms with it, 3-4 ms without). Commands are batched
-    // per turn of the event loop instead (LimitsOutbox). No offline queue: with Redis away a call fails
-    // fast (503).
+    // round trip. Scripts are batched per turn of the event loop instead (LimitsOutbox). No offline
+    // queue: with Redis away a call the holding cannot cover fails fast (503).
     const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
     redis.on('error', () => undefined);
-    redis.on('ready', () => {
-      for (const slot of this.unreleased.splice(0, this.unreleased.length)) this.sendRelease(slot);
-    });
-    redis.defineCommand('routerRenew', { numberOfKeys: 2, lua: RENEW });
-    this.redis = redis as LimitCommands;
-    this.outbox = new LimitsOutbox(redis);
+    this.redis = redis;
+    this.outbox = new LimitsOutbox(redis, `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`, LEASE_MS);
   }
 
   async onModuleInit(): Promise<void> {
-    this.timer = setInterval(() => void this.renewAll(), RENEW_EVERY_MS);
+    this.timer = setInterval(() => this.tick(), TICK_MS);
     this.timer.unref();
     // Serve from the first request on when Redis is there; without it, start anyway (calls get 503).
     if (this.redis.status !== 'ready') {
@@ -66,31 +63,51 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  // Not before the HTTP server has drained: calls that finish during a stop release their slots.
+  // Not before the HTTP server has drained: the holdings go back once no call is in flight.
   async onApplicationShutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    await Promise.all(
+      [...this.leases.values()].map((lease) => this.outbox.refresh(lease, lease.releaseAsk()).catch((err: Error) => this.logger.warn(`holding not given back: ${err.message}`))),
+    );
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
-  private keys(accountId: string): WorkspaceLimits['keys'] {
+  private keys(accountId: string): WorkspaceKeys {
     const base = `${this.config.redisPrefix}:router:{${accountId}}`;
-    return { inflight: `${base}:inflight`, spend: `${base}:spend`, window: `${base}:window` };
+    return { inflight: `${base}:inflight`, slots: `${base}:slots`, spend: `${base}:spend`, window: `${base}:window` };
   }
 
   /** Takes a slot for a call costing `costCents`, or throws the bucket the workspace hit. */
-  async acquire(account: Account, slotId: string, costCents: number): Promise<Slot> {
-    const workspace: WorkspaceLimits = {
-      keys: this.keys(account.id),
-      limits: [account.routerMaxConcurrent, account.routerSpendCapCents, account.routerWindowCalls, Math.max(1, account.routerWindowSeconds) * 1000, LEASE_MS],
+  async acquire(account: Account, costCents: number): Promise<Slot> {
+    const limits: WorkspaceLimits = {
+      maxConcurrent: account.routerMaxConcurrent,
+      spendCap: account.routerSpendCapCents,
+      windowCalls: account.routerWindowCalls,
+      windowMs: Math.max(1, account.routerWindowSeconds) * 1000,
     };
-    let verdict: Verdict;
+    let lease = this.leases.get(account.id);
+    if (!lease) this.leases.set(account.id, (lease = new WorkspaceLease(this.keys(account.id), limits, LEASE_MS)));
+    else lease.setLimits(limits);
+    if (!lease.tryAdmit(costCents, performance.now())) this.refused(account, costCents, await this.ask(lease, costCents));
+    addInflightSpend(costCents);
+    return { accountId: account.id, costCents };
+  }
+
+  private async ask(lease: WorkspaceLease, costCents: number): Promise<Verdict> {
+    lease.asking += 1;
     try {
-      verdict = await this.outbox.acquire(workspace, slotId, costCents);
+      return await this.outbox.acquire(lease, costCents);
     } catch (err) {
+      lease.failed();
       this.logger.warn(`limits unavailable: ${(err as Error).message}`);
       throw new RouterError('service_unavailable', 'The router cannot check its limits right now; retry with backoff.', { 'retry-after': '1' });
+    } finally {
+      lease.asking -= 1;
     }
-    const [kind, a, b] = verdict;
+  }
+
+  /** Throws the bucket a refused verdict names; returns for an admitted call. */
+  private refused(account: Account, costCents: number, [kind, a, b]: Verdict): void {
     if (kind === 'rate_limited') {
       const seconds = Math.max(1, Math.ceil(Number(b) / 1000));
       throw new RouterError(
@@ -120,38 +137,44 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
         },
       );
     }
-    let mine = this.held.get(account.id);
-    if (!mine) this.held.set(account.id, (mine = new Set()));
-    mine.add(slotId);
-    addInflightSpend(costCents);
-    return { id: slotId, accountId: account.id, costCents };
   }
 
-  /**
-   * Frees the slot. Not awaited on the hot path: commands on one connection run in order, so this
-   * process's next acquire already sees it; a failure leaves the lease to expire.
-   */
+  /** Frees the slot: on this replica's holding, no round trip. */
   release(slot: Slot): void {
     addInflightSpend(-slot.costCents);
-    const mine = this.held.get(slot.accountId);
-    mine?.delete(slot.id);
-    if (mine?.size === 0) this.held.delete(slot.accountId);
-    this.sendRelease(slot);
+    const lease = this.leases.get(slot.accountId);
+    if (!lease) return;
+    lease.release(slot.costCents);
+    // What the call held goes back at once when the holding is over its reserve (near a limit
+    // Redis allows none): another replica's call can take it.
+    if (lease.overReserve()) this.refresh(lease, performance.now());
   }
 
-  /** The Redis half of a release; sent again once Redis is back if it fails. */
-  private sendRelease(slot: Slot): void {
-    this.outbox.release(this.keys(slot.accountId), slot.id).catch((err: Error) => {
-      this.logger.warn(`slot ${slot.id} not released yet: ${err.message}`);
-      if (this.unreleased.length < 100_000) this.unreleased.push(slot);
-    });
-  }
-
-  private async renewAll(): Promise<void> {
-    for (const [accountId, slots] of this.held) {
-      if (slots.size === 0) continue;
-      const { inflight, spend } = this.keys(accountId);
-      await this.redis.routerRenew(inflight, spend, LEASE_MS, ...slots).catch((err: Error) => this.logger.warn(`lease renewal failed: ${err.message}`));
+  /** Renews, shrinks or gives back holdings as their demand says (WorkspaceLease.refreshAsk). */
+  private tick(): void {
+    const now = performance.now();
+    for (const [accountId, lease] of this.leases) {
+      if (lease.empty()) this.leases.delete(accountId);
+      else this.refresh(lease, now);
     }
+  }
+
+  private refresh(lease: WorkspaceLease, now: number): void {
+    const ask = lease.refreshAsk(now);
+    if (!ask) return;
+    this.outbox.refresh(lease, ask).then(
+      (grant) => {
+        this.refreshFailing = false;
+        lease.refreshed(grant, performance.now());
+        if (lease.overReserve()) this.refresh(lease, performance.now());
+      },
+      (err: Error) => {
+        lease.refreshing = false;
+        lease.failed();
+        // Once per outage, not every tick.
+        if (!this.refreshFailing) this.logger.warn(`holdings not refreshed: ${err.message}`);
+        this.refreshFailing = true;
+      },
+    );
   }
 }
