@@ -48,10 +48,9 @@ describe('router limits, held by replicas', () => {
       ['concurrency', 3, 0],
       ['concurrency', 3, 0],
     ]);
-    // Its three calls in flight and no reserve of slots: none is free. Of the spend cap, most is free:
-    // the 30 cents in flight and a reserve of the 60 the burst asked for.
+    // Its three calls in flight and nothing more: a call was refused, so no replica keeps a reserve.
     expect(await redis.hget(ws.keys.slots, 'a')).toBe('3');
-    expect(await redis.hget(ws.keys.spend, 'a')).toBe('90');
+    expect(await redis.hget(ws.keys.spend, 'a')).toBe('30');
     expect(a.lease.usedSlots).toBe(3);
     expect(a.lease.tryAdmit(10, performance.now())).toBe(false);
 
@@ -103,6 +102,27 @@ describe('router limits, held by replicas', () => {
     expect(a.lease.tryAdmit(1, now)).toBe(false);
     expect(await ask(a, [1])).toEqual([['concurrency', 20, 0]]);
     expect(a.lease.usedSlots + b.lease.usedSlots).toBe(20);
+  });
+
+  it("gives another replica's unused reserve back within a check once a call is refused for want of it", async () => {
+    const ws = workspace(20, 100_000, 100_000);
+    const a = ws.replica('a');
+    const b = ws.replica('b');
+    await ask(a, [1, 1, 1, 1]);
+    expect(await redis.hget(ws.keys.slots, 'a')).toBe('8'); // 4 in flight, 4 in reserve
+    expect((await ask(b, Array(13).fill(1))).map((v) => v[0])).toEqual([...Array(12).fill('ok'), 'concurrency']);
+    // a asks again within a check (about 100 ms; here its clock is moved on): no reserve is allowed
+    // now, so it gives back what its calls do not use.
+    const later = performance.now() + 150;
+    const check = a.lease.refreshAsk(later)!;
+    expect(check).not.toBeNull();
+    a.lease.refreshed(await a.outbox.refresh(a.lease, check), later);
+    expect(a.lease.overReserve()).toBe(true);
+    const giveBack = a.lease.refreshAsk(later)!;
+    expect(giveBack).toMatchObject({ floorSlots: 4 });
+    a.lease.refreshed(await a.outbox.refresh(a.lease, giveBack), later);
+    expect(await redis.hget(ws.keys.slots, 'a')).toBe('4');
+    expect(await ask(b, [1])).toEqual([['ok', 17, 17]]);
   });
 
   it('gives back what ended calls held beyond the reserve at once, and everything once idle', async () => {

@@ -8,7 +8,8 @@
 //
 // inflight (ZSET): holder -> lease expiry (ms). slots (HASH): holder -> slots held.
 // spend (HASH): holder -> cents held. window (HASH): start, count of the fixed window the allowance
-// is counted in (calls admitted plus the replicas' unused shares).
+// is counted in (calls admitted plus the replicas' unused shares), and until when the workspace is
+// contended (a call was refused on slots or cents: no reserves then).
 // Expired leases are a crashed replica's holdings: they are dropped before every decision.
 
 /**
@@ -48,7 +49,8 @@ local holder = ARGV[6]
 local mySlots = tonumber(ARGV[7])
 local myCents = tonumber(ARGV[8])
 local windowStart = now - (now % windowMs)
-local w = redis.call('HMGET', KEYS[4], 'start', 'count')
+local w = redis.call('HMGET', KEYS[4], 'start', 'count', 'contended')
+local contended = (tonumber(w[3]) or 0) > now
 local used = 0
 if tonumber(w[1]) == windowStart then used = tonumber(w[2]) or 0 end
 if tonumber(ARGV[11]) == windowStart then used = math.max(0, used - tonumber(ARGV[12])) end
@@ -57,13 +59,16 @@ for _, v in ipairs(redis.call('HVALS', KEYS[2])) do inflight = inflight + tonumb
 local committed = myCents - tonumber(redis.call('HGET', KEYS[3], holder) or '0')
 for _, v in ipairs(redis.call('HVALS', KEYS[3])) do committed = committed + tonumber(v) end
 local out = {}
+local refused = false
 for i = 16, #ARGV do
   local cost = tonumber(ARGV[i])
   if used >= windowCalls then
     table.insert(out, 'rate_limited'); table.insert(out, used); table.insert(out, windowStart + windowMs - now)
   elseif inflight >= maxConcurrent then
+    refused = true
     table.insert(out, 'concurrency'); table.insert(out, inflight); table.insert(out, 0)
   elseif committed + cost > spendCap then
+    refused = true
     table.insert(out, 'spend'); table.insert(out, committed); table.insert(out, 0)
   else
     used = used + 1
@@ -77,6 +82,17 @@ end
 -- A quarter of what is free at most: the other replicas always find most of it.
 local reserveSlots = math.max(0, math.min(tonumber(ARGV[13]), math.floor((maxConcurrent - inflight) / 4)))
 local reserveCents = math.max(0, math.min(tonumber(ARGV[14]), math.floor((spendCap - committed) / 4)))
+-- A call was refused for want of slots or cents: for a second no replica keeps a reserve, so what
+-- they hold beyond their calls in flight comes back (each asks about every 100 ms while it has any).
+if refused then
+  contended = true
+  redis.call('HSET', KEYS[4], 'contended', now + 1000)
+  redis.call('PEXPIRE', KEYS[4], math.max(windowMs, 1000))
+end
+if contended then
+  reserveSlots = 0
+  reserveCents = 0
+end
 mySlots = math.max(tonumber(ARGV[9]), mySlots + reserveSlots)
 myCents = math.max(tonumber(ARGV[10]), myCents + reserveCents)
 local share = math.max(0, math.min(tonumber(ARGV[15]), math.floor((windowCalls - used) / 4)))

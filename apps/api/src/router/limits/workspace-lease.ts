@@ -45,6 +45,9 @@ const WINDOW_GUARD_MS = 50;
 const LEASE_GUARD_MS = 2_000;
 // Demand is what the last one to two of these periods saw.
 const DEMAND_PERIOD_MS = 500;
+// A replica holding more than its calls in flight asks Redis this often whether it still may:
+// once a call of the workspace is refused on slots or cents, no reserve is allowed (limits.scripts.ts).
+const RESERVE_CHECK_MS = 100;
 
 /**
  * One workspace's limits as this replica holds them. Redis counts, per replica, a holding of slots
@@ -75,6 +78,7 @@ export class WorkspaceLease {
   /** performance.now() values: when the window ends, and until when the holding is surely Redis's. */
   private windowEndsAt = 0;
   private validUntil = 0;
+  private answeredAt = 0;
   /** Acquire scripts queued or in flight: nothing is admitted here meanwhile (see askFor). */
   asking = 0;
   /** A refresh script is in flight. */
@@ -177,7 +181,9 @@ export class WorkspaceLease {
       wantCents: 0,
       wantWindow: 0,
     };
-    let change = this.unconfirmed || now >= this.validUntil - this.leaseMs / 2 || ask.windowReturned > 0;
+    const renew = (this.heldSlots > 0 || this.heldCents > 0) && now >= this.validUntil - this.leaseMs / 2;
+    const spare = this.heldSlots > this.usedSlots || this.heldCents > this.usedCents;
+    let change = this.unconfirmed || renew || ask.windowReturned > 0 || (spare && now - this.answeredAt >= RESERVE_CHECK_MS);
     if (idle) {
       ask.floorSlots = ask.floorCents = 0;
       ask.windowReturned += this.takeWindowReturn(this.windowLeft);
@@ -266,6 +272,7 @@ export class WorkspaceLease {
     this.windowLeft = grant.windowStart === this.windowStart ? this.windowLeft + grant.share : grant.share;
     this.windowStart = grant.windowStart;
     this.windowEndsAt = now + grant.windowMsLeft;
+    this.answeredAt = now;
     this.validUntil = grant.slots > 0 || grant.cents > 0 ? now + this.leaseMs - LEASE_GUARD_MS : 0;
   }
 
