@@ -13,7 +13,7 @@ import { WorkspaceLease, type WorkspaceKeys, type WorkspaceLimits } from './work
 // A replica's holding of a workspace's limits lives this long in Redis unless renewed (it is,
 // while the replica lives): a replica that dies frees what it held within one lease.
 const LEASE_MS = 30_000;
-// How often holdings are looked at: renewed, grown before a burst needs it, shrunk, given back.
+// How often holdings are looked at: renewed, their reserve checked, shrunk, given back when idle.
 const TICK_MS = 100;
 
 export interface Slot {

@@ -45,6 +45,9 @@ const WINDOW_GUARD_MS = 50;
 const LEASE_GUARD_MS = 2_000;
 // Demand is what the last one to two of these periods saw.
 const DEMAND_PERIOD_MS = 500;
+// The reserve asked for, in recent peaks: a burst like the last, even one that starts before the
+// last has ended, finds the holding ready instead of waiting for Redis.
+const RESERVE_PEAKS = 2;
 // A replica holding more than its calls in flight asks Redis this often whether it still may:
 // once a call of the workspace is refused on slots or cents, no reserve is allowed (limits.scripts.ts).
 const RESERVE_CHECK_MS = 100;
@@ -56,7 +59,7 @@ const RESERVE_CHECK_MS = 100;
  * of a burst wait for the whole burst to be read, and kept callers in step. A call the holding
  * cannot cover is decided by Redis, exactly, and the holding grows with it.
  *
- * The holding is this replica's calls in flight plus a reserve of about its recent peak, which
+ * The holding is this replica's calls in flight plus a reserve of about twice its recent peak, which
  * Redis caps at a quarter of what the workspace has free. It shrinks when demand falls and goes
  * back to Redis when idle (LimitsService's tick); a crashed replica's ends with its lease.
  */
@@ -142,8 +145,8 @@ export class WorkspaceLease {
       floorCents: 0,
       heldWindowStart: this.windowStart,
       windowReturned: returned,
-      wantSlots: Math.max(this.recentPeak('slots'), this.usedSlots + costs.length),
-      wantCents: Math.max(this.recentPeak('cents'), this.usedCents + cents),
+      wantSlots: RESERVE_PEAKS * Math.max(this.recentPeak('slots'), this.usedSlots + costs.length),
+      wantCents: RESERVE_PEAKS * Math.max(this.recentPeak('cents'), this.usedCents + cents),
       wantWindow: Math.max(this.recentCalls(), costs.length),
     };
   }
@@ -164,8 +167,8 @@ export class WorkspaceLease {
   refreshAsk(now: number): LeaseAsk | null {
     if (this.asking > 0 || this.refreshing) return null;
     this.rollPeriod(now);
-    const peakSlots = this.recentPeak('slots');
-    const peakCents = this.recentPeak('cents');
+    const wantSlots = RESERVE_PEAKS * this.recentPeak('slots');
+    const wantCents = RESERVE_PEAKS * this.recentPeak('cents');
     const calls = this.recentCalls();
     const idle = calls === 0 && this.usedSlots === 0;
     if (idle && this.empty()) return null;
@@ -189,16 +192,15 @@ export class WorkspaceLease {
       ask.windowReturned += this.takeWindowReturn(this.windowLeft);
       change = true;
     } else {
-      // The reserve asked for is the recent peak: a burst like the last finds the holding ready.
-      ask.wantSlots = peakSlots;
-      ask.wantCents = peakCents;
+      ask.wantSlots = wantSlots;
+      ask.wantCents = wantCents;
       if (this.overReserve()) {
         ask.floorSlots = Math.max(this.usedSlots, Math.min(this.heldSlots, this.usedSlots + this.reserveSlots));
         ask.floorCents = Math.max(this.usedCents, Math.min(this.heldCents, this.usedCents + this.reserveCents));
         change = true;
       }
       // Demand fell: the reserve Redis allows follows it down (and the holding, once over it).
-      if (peakSlots < this.reserveSlots / 2 || peakCents < this.reserveCents / 2) change = true;
+      if (wantSlots < this.reserveSlots / 2 || wantCents < this.reserveCents / 2) change = true;
       if (this.windowLeft < calls / 2 && (windowOpen || this.windowLeft === 0)) {
         ask.wantWindow = calls;
         change = true;
