@@ -83,19 +83,28 @@ export function cpuMs(pid) {
 }
 
 /**
- * CPU time of every PostgreSQL process on the machine, in ms: the server is shared, so run nothing
- * else against it while measuring. A backend that exits in between takes its time with it.
+ * CPU time of the PostgreSQL processes on the machine, in ms, as a counter: the difference between
+ * two readings is what they used in between. The server is shared, so run nothing else against it
+ * while measuring. A backend that exits in between takes its time since the first reading with it
+ * (short of the truth, never negative); one started in between counts whole.
  */
+const postgresSeen = new Map();
+let postgresTotal = 0;
 export function postgresCpuMs() {
-  let total = 0;
+  const alive = new Set();
   for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuMs(pid);
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+      const ms = cpuMs(pid);
+      postgresTotal += ms - (postgresSeen.get(pid) ?? 0);
+      postgresSeen.set(pid, ms);
+      alive.add(pid);
     } catch {
       // gone meanwhile
     }
   }
-  return total;
+  for (const pid of postgresSeen.keys()) if (!alive.has(pid)) postgresSeen.delete(pid);
+  return postgresTotal;
 }
 
 export function rssBytes(pid) {
