@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { jest } from '@jest/globals';
 import { Redis } from 'ioredis';
 import type { Reply } from '../support/http.js';
@@ -81,6 +82,29 @@ describe('router limits, across two API replicas', () => {
     const alone = await world.post(tiny.token, 'acme/flux-schnell', { prompt: 'x' });
     expectRouterError(alone, 429, 'concurrency_limit_exceeded');
     expect([alone.headers.get('x-committed-spend-limit'), alone.headers.get('x-committed-spend-current'), alone.headers.get('x-committed-spend-remaining')]).toEqual(['2', '0', '2']);
+  });
+
+  it("a call refused while another replica holds an unused reserve gets in on its retry after Retry-After", async () => {
+    const ws = await world.workspace({ routerMaxConcurrent: 8 });
+    const slots = `${world.stack.redisPrefix}:router:{${ws.id}}:slots`;
+    const heldInAll = async () => Object.values(await redis.hgetall(slots)).reduce((sum, v) => sum + Number(v), 0);
+    world.partners.acme.resetStats();
+    // Four long calls on one replica: it holds them and a reserve of one (a quarter of the 4 free).
+    const first = Array.from({ length: 4 }, (_, i) => world.post(ws.token, 'acme/flux-schnell', { prompt: `held on one #${i} [[slow:3000]]` }));
+    await eventually(async () => world.partners.acme.received.filter((r) => r.body.includes('held on one')).length === 4);
+    expect(await heldInAll()).toBe(5);
+    // On the other replica, three fit beside that holding; the fourth is refused with 7 in flight.
+    const others = Array.from({ length: 4 }, (_, i) => world.post(ws.token, 'acme/flux-schnell', { prompt: `on the other #${i} [[slow:3000]]` }, {}, second));
+    const refused = await Promise.race(others.map((p) => p.then((r) => (r.status === 429 ? r : new Promise<never>(() => undefined)))));
+    expectRouterError(refused, 429, 'concurrency_limit_exceeded');
+    expect(refused.headers.get('retry-after')).toBe('1');
+    // The refusal takes every reserve away: the first replica gives its unused slot back.
+    await eventually(async () => ((await heldInAll()) === 7 ? true : null), 2_000);
+    await sleep(1_000);
+    expect((await world.post(ws.token, 'acme/flux-schnell', { prompt: 'the retry' }, {}, second)).status).toBe(200);
+    expect(world.partners.acme.maxInFlight).toBeLessThanOrEqual(8);
+    const statuses = (await Promise.all([...first, ...others])).map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 200, 429]);
   });
 
   it('rate_limited once the windowed allowance is used up; detail names the window', async () => {
