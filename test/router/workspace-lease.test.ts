@@ -126,6 +126,25 @@ describe('router limits, held by replicas', () => {
     expect(await ask(b, [1])).toEqual([['ok', 17, 17]]);
   });
 
+  it("gives another replica's unused share of the window back once a call is refused rate_limited", async () => {
+    const ws = workspace(1_000, 100_000, 40);
+    const a = ws.replica('a');
+    const b = ws.replica('b');
+    await ask(a, [1, 1, 1, 1]);
+    expect(await redis.hget(ws.keys.window, 'count')).toBe('8'); // 4 calls and a share of 4 more
+    const verdicts = await ask(b, Array(33).fill(1));
+    expect(verdicts.filter((v) => v[0] === 'ok')).toHaveLength(32);
+    expect(verdicts[32]).toEqual(['rate_limited', 40, expect.any(Number)]);
+    // a's next check hears of the refusal and gives its four unused calls back.
+    const later = performance.now() + 150;
+    a.lease.refreshed(await a.outbox.refresh(a.lease, a.lease.refreshAsk(later)!), later);
+    expect(a.lease.windowLeft).toBe(0);
+    expect(a.lease.overReserve()).toBe(true);
+    a.lease.refreshed(await a.outbox.refresh(a.lease, a.lease.refreshAsk(later)!), later);
+    expect(await redis.hget(ws.keys.window, 'count')).toBe('36');
+    expect((await ask(b, [1, 1, 1, 1, 1])).map((v) => v[0])).toEqual(['ok', 'ok', 'ok', 'ok', 'rate_limited']);
+  });
+
   it('gives back what ended calls held beyond the reserve at once, and everything once idle', async () => {
     const ws = workspace(4, 1_000, 1_000);
     const a = ws.replica('a');

@@ -137,9 +137,9 @@ export class LimitsOutbox {
   }
 }
 
-const GRANT_LENGTH = 7;
+const GRANT_LENGTH = 8;
 
 function grantOf(flat: (string | number)[], at: number): LeaseGrant {
-  const [slots, cents, reserveSlots, reserveCents, share, windowStart, windowMsLeft] = flat.slice(at, at + GRANT_LENGTH).map(Number) as number[];
-  return { slots: slots!, cents: cents!, reserveSlots: reserveSlots!, reserveCents: reserveCents!, share: share!, windowStart: windowStart!, windowMsLeft: windowMsLeft! };
+  const [slots, cents, reserveSlots, reserveCents, share, windowStart, windowMsLeft, contended] = flat.slice(at, at + GRANT_LENGTH).map(Number) as number[];
+  return { slots: slots!, cents: cents!, reserveSlots: reserveSlots!, reserveCents: reserveCents!, share: share!, windowStart: windowStart!, windowMsLeft: windowMsLeft!, contended: contended === 1 };
 }

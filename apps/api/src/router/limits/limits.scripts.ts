@@ -9,7 +9,7 @@
 // inflight (ZSET): holder -> lease expiry (ms). slots (HASH): holder -> slots held.
 // spend (HASH): holder -> cents held. window (HASH): start, count of the fixed window the allowance
 // is counted in (calls admitted plus the replicas' unused shares), and until when the workspace is
-// contended (a call was refused on slots or cents: no reserves then).
+// contended (a call was refused: no reserves or shares then).
 // Expired leases are a crashed replica's holdings: they are dropped before every decision.
 
 /**
@@ -28,7 +28,8 @@
  * Returns {verdict, a, b} per call, flat: ok (in flight, committed cents) / rate_limited (used, ms
  * until the window rolls) / concurrency (in flight) / spend (committed cents); then the holding:
  * slots, cents, the reserve allowed beyond the calls in flight (slots, cents), window share granted,
- * window start, ms until the window rolls.
+ * window start, ms until the window rolls, and 1 while the workspace is contended (give back every
+ * reserve and unused share), else 0.
  */
 export const LEASE = `
 local t = redis.call('TIME')
@@ -63,6 +64,7 @@ local refused = false
 for i = 16, #ARGV do
   local cost = tonumber(ARGV[i])
   if used >= windowCalls then
+    refused = true
     table.insert(out, 'rate_limited'); table.insert(out, used); table.insert(out, windowStart + windowMs - now)
   elseif inflight >= maxConcurrent then
     refused = true
@@ -82,7 +84,8 @@ end
 -- A quarter of what is free at most: the other replicas always find most of it.
 local reserveSlots = math.max(0, math.min(tonumber(ARGV[13]), math.floor((maxConcurrent - inflight) / 4)))
 local reserveCents = math.max(0, math.min(tonumber(ARGV[14]), math.floor((spendCap - committed) / 4)))
--- A call was refused for want of slots or cents: for a second no replica keeps a reserve, so what
+local share = math.max(0, math.min(tonumber(ARGV[15]), math.floor((windowCalls - used) / 4)))
+-- A call was refused: for a second no replica keeps a reserve or a share of the window, so what
 -- they hold beyond their calls in flight comes back (each asks about every 100 ms while it has any).
 if refused then
   contended = true
@@ -92,10 +95,10 @@ end
 if contended then
   reserveSlots = 0
   reserveCents = 0
+  share = 0
 end
 mySlots = math.max(tonumber(ARGV[9]), mySlots + reserveSlots)
 myCents = math.max(tonumber(ARGV[10]), myCents + reserveCents)
-local share = math.max(0, math.min(tonumber(ARGV[15]), math.floor((windowCalls - used) / 4)))
 used = used + share
 if mySlots > 0 or myCents > 0 then
   redis.call('ZADD', KEYS[1], now + lease, holder)
@@ -115,5 +118,6 @@ if used > 0 or tonumber(w[1]) == windowStart then
 end
 table.insert(out, mySlots); table.insert(out, myCents); table.insert(out, reserveSlots); table.insert(out, reserveCents); table.insert(out, share)
 table.insert(out, windowStart); table.insert(out, windowStart + windowMs - now)
+table.insert(out, contended and 1 or 0)
 return out
 `;

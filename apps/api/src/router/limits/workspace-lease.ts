@@ -36,6 +36,8 @@ export interface LeaseGrant {
   share: number;
   windowStart: number;
   windowMsLeft: number;
+  /** A call of the workspace was refused lately: every reserve and unused share goes back. */
+  contended: boolean;
 }
 
 // A share of the window is not used this close to its end: the end is known on this replica's
@@ -112,8 +114,7 @@ export class WorkspaceLease {
     this.limits = limits;
     this.heldSlots = this.usedSlots;
     this.heldCents = this.usedCents;
-    this.windowToReturn += this.windowLeft;
-    this.windowLeft = 0;
+    this.takeWindowBack();
   }
 
   /** Admits a call costing `cents` against the holding, if it covers it. */
@@ -185,7 +186,7 @@ export class WorkspaceLease {
       wantWindow: 0,
     };
     const renew = (this.heldSlots > 0 || this.heldCents > 0) && now >= this.validUntil - this.leaseMs / 2;
-    const spare = this.heldSlots > this.usedSlots || this.heldCents > this.usedCents;
+    const spare = this.heldSlots > this.usedSlots || this.heldCents > this.usedCents || this.windowLeft > 0;
     let change = this.unconfirmed || renew || ask.windowReturned > 0 || (spare && now - this.answeredAt >= RESERVE_CHECK_MS);
     if (idle) {
       ask.floorSlots = ask.floorCents = 0;
@@ -221,11 +222,11 @@ export class WorkspaceLease {
   }
 
   /**
-   * Holds more than its calls in flight and the reserve Redis allowed: calls ended, and what they
-   * held goes back, so that the workspace's other replicas find it free.
+   * Holds more than its calls in flight and the reserve Redis allowed (calls ended), or has a share
+   * of the window to give back: it goes back now, so that the workspace's other replicas find it.
    */
   overReserve(): boolean {
-    return this.heldSlots - this.usedSlots > this.reserveSlots || this.heldCents - this.usedCents > this.reserveCents;
+    return this.heldSlots - this.usedSlots > this.reserveSlots || this.heldCents - this.usedCents > this.reserveCents || this.windowToReturn > 0;
   }
 
   /** A script Redis did not answer (see unconfirmed); the next refresh sets the holding again. */
@@ -256,6 +257,12 @@ export class WorkspaceLease {
     return ask;
   }
 
+  /** Sets the unused share aside, to be given back with the next script. */
+  private takeWindowBack(): void {
+    this.windowToReturn += this.windowLeft;
+    this.windowLeft = 0;
+  }
+
   /** Moves `fromLeft` of the unused share, and what was set aside to give back, into an ask. */
   private takeWindowReturn(fromLeft: number): number {
     const returned = this.windowToReturn + fromLeft;
@@ -270,9 +277,11 @@ export class WorkspaceLease {
     this.reserveSlots = grant.reserveSlots;
     this.reserveCents = grant.reserveCents;
     // Shares of one window add up (a refresh's answer can arrive while an acquire is asked);
-    // a new window's replace the old, whose allowance is gone.
+    // a new window's replace the old, whose allowance is gone, given back or not.
+    if (grant.windowStart !== this.windowStart) this.windowToReturn = 0;
     this.windowLeft = grant.windowStart === this.windowStart ? this.windowLeft + grant.share : grant.share;
     this.windowStart = grant.windowStart;
+    if (grant.contended) this.takeWindowBack();
     this.windowEndsAt = now + grant.windowMsLeft;
     this.answeredAt = now;
     this.validUntil = grant.slots > 0 || grant.cents > 0 ? now + this.leaseMs - LEASE_GUARD_MS : 0;
