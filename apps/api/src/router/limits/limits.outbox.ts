@@ -67,8 +67,9 @@ export class LimitsOutbox {
 
   private flush(): void {
     this.scheduled = false;
-    const pipeline = this.redis.pipeline() as ScriptPipeline;
+    // Only acquires of workspaces still waiting for their last script: nothing to send yet.
     if (this.refreshes.length === 0 && [...this.acquires.keys()].every((lease) => this.asking.has(lease))) return;
+    const pipeline = this.redis.pipeline() as ScriptPipeline;
     // One entry per script sent: what to do with its reply (or its error).
     const answers: ((err: Error | null, reply: unknown) => void)[] = [];
     // Refreshes first: they were asked before any acquire of the turn could be answered.

@@ -108,6 +108,7 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
 
   /** Throws the bucket a refused verdict names; returns for an admitted call. */
   private refused(account: Account, costCents: number, [kind, a, b]: Verdict): void {
+    if (kind === 'ok') return;
     if (kind === 'rate_limited') {
       const seconds = Math.max(1, Math.ceil(Number(b) / 1000));
       throw new RouterError(
@@ -137,6 +138,8 @@ export class LimitsService implements OnModuleInit, OnApplicationShutdown {
         },
       );
     }
+    // Not admitted on a verdict the script never gives: the call ends as internal_error.
+    throw new Error(`unknown limits verdict ${kind}`);
   }
 
   /** Frees the slot: on this replica's holding, no round trip. */

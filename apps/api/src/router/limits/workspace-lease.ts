@@ -122,7 +122,7 @@ export class WorkspaceLease {
     if (this.asking > 0 || this.unconfirmed || now >= this.validUntil || now >= this.windowEndsAt - WINDOW_GUARD_MS) return false;
     if (this.usedSlots + 1 > this.heldSlots || this.usedCents + cents > this.heldCents || this.windowLeft < 1) return false;
     this.windowLeft -= 1;
-    this.use(1, cents, now);
+    this.use(cents, now);
     return true;
   }
 
@@ -138,32 +138,26 @@ export class WorkspaceLease {
   askFor(costs: number[], now: number): LeaseAsk {
     this.rollPeriod(now);
     const cents = costs.reduce((sum, c) => sum + c, 0);
-    const returned = this.takeWindowReturn(this.windowLeft);
-    return {
-      usedSlots: this.usedSlots,
-      usedCents: this.usedCents,
-      floorSlots: 0,
-      floorCents: 0,
-      heldWindowStart: this.windowStart,
-      windowReturned: returned,
+    return this.ask({
+      windowReturned: this.takeWindowReturn(this.windowLeft),
       wantSlots: RESERVE_PEAKS * Math.max(this.recentPeak('slots'), this.usedSlots + costs.length),
       wantCents: RESERVE_PEAKS * Math.max(this.recentPeak('cents'), this.usedCents + cents),
       wantWindow: Math.max(this.recentCalls(), costs.length),
-    };
+    });
   }
 
   /** Takes the answer of an acquire script: the calls it admitted are in flight here now. */
   granted(grant: LeaseGrant, admitted: number[], now: number): void {
     this.unconfirmed = false;
     this.apply(grant, now);
-    for (const cents of admitted) this.use(1, cents, now);
+    for (const cents of admitted) this.use(cents, now);
   }
 
   /**
    * The ask of a refresh, when the holding should change: renewed before its lease ends, shrunk
    * when calls ended or demand fell, given back when idle; it grows as calls it cannot cover are
-   * decided by Redis (askFor). Lowers the holding
-   * here before asking, so that what is admitted meanwhile stays within what Redis will hold.
+   * decided by Redis (askFor). Lowers the holding here before asking, so that what is admitted
+   * meanwhile stays within what Redis will hold.
    */
   refreshAsk(now: number): LeaseAsk | null {
     if (this.asking > 0 || this.refreshing) return null;
@@ -174,17 +168,7 @@ export class WorkspaceLease {
     const idle = calls === 0 && this.usedSlots === 0;
     if (idle && this.empty()) return null;
     const windowOpen = now < this.windowEndsAt - WINDOW_GUARD_MS;
-    const ask: LeaseAsk = {
-      usedSlots: this.usedSlots,
-      usedCents: this.usedCents,
-      floorSlots: this.heldSlots,
-      floorCents: this.heldCents,
-      heldWindowStart: this.windowStart,
-      windowReturned: this.takeWindowReturn(0),
-      wantSlots: 0,
-      wantCents: 0,
-      wantWindow: 0,
-    };
+    const ask = this.ask({ floorSlots: this.heldSlots, floorCents: this.heldCents, windowReturned: this.takeWindowReturn(0) });
     const renew = (this.heldSlots > 0 || this.heldCents > 0) && now >= this.validUntil - this.leaseMs / 2;
     const spare = this.heldSlots > this.usedSlots || this.heldCents > this.usedCents || this.windowLeft > 0;
     let change = this.unconfirmed || renew || ask.windowReturned > 0 || (spare && now - this.answeredAt >= RESERVE_CHECK_MS);
@@ -241,20 +225,26 @@ export class WorkspaceLease {
 
   /** What a stopping replica gives back: everything not in flight. */
   releaseAsk(): LeaseAsk {
-    const ask: LeaseAsk = {
+    const ask = this.ask({ windowReturned: this.takeWindowReturn(this.windowLeft) });
+    this.heldSlots = this.usedSlots;
+    this.heldCents = this.usedCents;
+    return ask;
+  }
+
+  /** An ask with this replica's calls in flight and its window; no floor and nothing wanted unless given. */
+  private ask(given: Partial<LeaseAsk>): LeaseAsk {
+    return {
       usedSlots: this.usedSlots,
       usedCents: this.usedCents,
       floorSlots: 0,
       floorCents: 0,
       heldWindowStart: this.windowStart,
-      windowReturned: this.takeWindowReturn(this.windowLeft),
+      windowReturned: 0,
       wantSlots: 0,
       wantCents: 0,
       wantWindow: 0,
+      ...given,
     };
-    this.heldSlots = this.usedSlots;
-    this.heldCents = this.usedCents;
-    return ask;
   }
 
   /** Sets the unused share aside, to be given back with the next script. */
@@ -287,9 +277,9 @@ export class WorkspaceLease {
     this.validUntil = grant.slots > 0 || grant.cents > 0 ? now + this.leaseMs - LEASE_GUARD_MS : 0;
   }
 
-  private use(slots: number, cents: number, now: number): void {
+  private use(cents: number, now: number): void {
     this.rollPeriod(now);
-    this.usedSlots += slots;
+    this.usedSlots += 1;
     this.usedCents += cents;
     this.calls[0]! += 1;
     this.peak.slots[0] = Math.max(this.peak.slots[0]!, this.usedSlots);
