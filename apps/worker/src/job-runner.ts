@@ -84,6 +84,12 @@ export class JobRunner {
    * until a job's log shows the line again.
    */
   private closingLinePrinted = true;
+  /**
+   * The last run was handed back for want of the engine (it refused the inputs or the prompt, or
+   * went away mid-run): the worker stops taking jobs until the engine answers, rather than using
+   * up the attempts of every queued job in the seconds an engine takes to restart.
+   */
+  lostEngine = false;
 
   constructor(private readonly d: RunnerDeps) {}
 
@@ -102,6 +108,7 @@ export class JobRunner {
 
   async run(jobId: string): Promise<void> {
     this.stage = 'claiming';
+    this.lostEngine = false;
     // The engine prompt id is chosen now so the claim records it in the same statement.
     const promptId = randomUUID();
     this.holding = jobId;
@@ -140,6 +147,7 @@ export class JobRunner {
       this.current = null;
     }
     this.stage = 'concluding';
+    this.lostEngine = 'handBack' in ending && ending.code === undefined;
     await this.conclude(job, ending, log);
     this.stage = 'idle';
   }

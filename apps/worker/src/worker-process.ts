@@ -205,6 +205,12 @@ export class WorkerProcess {
     try {
       await this.runner.run(payload.jobId);
     } finally {
+      // Until the heartbeat hears the engine again (and resumes the worker), no job is taken.
+      if (this.runner.lostEngine && !this.stopping && this.engineReady) {
+        this.engineReady = false;
+        this.log('warn', 'engine not answering');
+        void this.worker?.pause(true).catch(() => undefined);
+      }
       this.state = this.stopping ? 'stopping' : 'idle';
       void this.report().catch(() => undefined);
       if (!this.stopping) void this.dispatcher.kick().catch(() => undefined);
