@@ -155,19 +155,21 @@ describe('queue positions', () => {
       const accounts = await Promise.all(['c1', 'c2', 'c3'].map((name) => stack.account({ name })));
       await stack.db.job.createMany({ data: accounts.flatMap((acc) => newJobs(acc.id, 20)) });
       // Inserts, hand-outs, starts, finishes and deletes, each touching several accounts, at once.
+      // Each takes its rows as the dispatcher and the claim do (skipping locked ones): rows taken in
+      // random order and waited for could deadlock on the jobs themselves, which is not what is tested.
       const work = Array.from({ length: 40 }, (_, i) => {
         const acc = accounts[i % 3]!;
         switch (i % 5) {
           case 0:
             return stack.db.job.createMany({ data: [...newJobs(acc.id, 2), ...newJobs(accounts[(i + 1) % 3]!.id, 1)] });
           case 1:
-            return stack.db.$executeRaw`UPDATE jobs SET dispatched_at = now() WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL ORDER BY random() LIMIT 4)`;
+            return stack.db.$executeRaw`UPDATE jobs SET dispatched_at = now() WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL ORDER BY random() LIMIT 4 FOR UPDATE SKIP LOCKED)`;
           case 2:
-            return stack.db.$executeRaw`UPDATE jobs SET status = 'running' WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND dispatched_at IS NOT NULL ORDER BY random() LIMIT 3)`;
+            return stack.db.$executeRaw`UPDATE jobs SET status = 'running' WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND dispatched_at IS NOT NULL ORDER BY random() LIMIT 3 FOR UPDATE SKIP LOCKED)`;
           case 3:
-            return stack.db.$executeRaw`UPDATE jobs SET status = 'succeeded' WHERE id IN (SELECT id FROM jobs WHERE status = 'running' ORDER BY random() LIMIT 3)`;
+            return stack.db.$executeRaw`UPDATE jobs SET status = 'succeeded' WHERE id IN (SELECT id FROM jobs WHERE status = 'running' ORDER BY random() LIMIT 3 FOR UPDATE SKIP LOCKED)`;
           default:
-            return stack.db.$executeRaw`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs ORDER BY random() LIMIT 2)`;
+            return stack.db.$executeRaw`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs ORDER BY random() LIMIT 2 FOR UPDATE SKIP LOCKED)`;
         }
       });
       const results = await Promise.allSettled(work);
