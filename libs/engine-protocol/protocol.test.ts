@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   decodeBinaryFrame,
@@ -13,8 +13,8 @@ import {
   pythonJsonDumps,
 } from './index.js';
 
-// The recordings live in shared/, beside the repository (a clone anywhere finds them there).
-const TRANSCRIPTS = [fileURLToPath(new URL('../../../shared/engine-transcripts', import.meta.url)), '/work/shared/engine-transcripts'].find((p) => existsSync(p)) ?? '/work/shared/engine-transcripts';
+// The recordings are test fixtures of this repository (test/fixtures/engine-transcripts/README.md).
+const TRANSCRIPTS = fileURLToPath(new URL('../../test/fixtures/engine-transcripts', import.meta.url));
 type Ev = { kind: string; body: unknown };
 const load = (name: string): Ev[] => JSON.parse(readFileSync(`${TRANSCRIPTS}/${name}.json`, 'utf8')) as Ev[];
 

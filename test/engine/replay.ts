@@ -2,14 +2,14 @@
  * Replays a recorded engine scenario against a running engine and returns, per WebSocket
  * connection and per HTTP exchange, the recorded and actual traffic normalised for comparison.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { buildMultipartBody, decodeBinaryFrame, type BinaryFrame } from '#libs/engine-protocol';
 
-// The recordings live in shared/, beside the repository (a clone anywhere finds them there).
-export const TRANSCRIPTS = [fileURLToPath(new URL('../../../shared/engine-transcripts', import.meta.url)), '/work/shared/engine-transcripts'].find((p) => existsSync(p)) ?? '/work/shared/engine-transcripts';
+// The recordings are test fixtures of this repository (README there says what they hold).
+export const TRANSCRIPTS = fileURLToPath(new URL('../fixtures/engine-transcripts', import.meta.url));
 
 export interface RecordedEvent {
   seq: number;
