@@ -55,6 +55,9 @@ export const ENV_DEFAULTS = {
   PREFER_WAIT_MAX_SECONDS: '60',
   ENGINE_URL: 'http://127.0.0.1:8188',
   ENGINE_STALL_TIMEOUT_MS: '60000',
+  // The engine's input folder as the worker sees it (a shared volume), or empty: then staged inputs
+  // stay there, in a folder no listing shows and no other tenant can name (docs/operations.md).
+  ENGINE_INPUT_DIR: '',
   WORKER_ID: '',
   WORKER_HOST: '127.0.0.1',
   WORKER_PORT: '8081',
@@ -139,6 +142,7 @@ const schema = z.object({
   PREFER_WAIT_MAX_SECONDS: int(0, 600),
   ENGINE_URL: url(['http:', 'https:']),
   ENGINE_STALL_TIMEOUT_MS: int(100),
+  ENGINE_INPUT_DIR: z.string(),
   WORKER_ID: z.string().regex(/^[A-Za-z0-9._-]{0,64}$/, 'letters, digits, . _ - only'),
   WORKER_HOST: z.string().min(1),
   WORKER_PORT: int(0, 65535),
@@ -199,7 +203,7 @@ export interface Config {
     sseKeepaliveMs: number;
     preferWaitMaxSeconds: number;
   };
-  worker: { engineUrl: string; engineStallTimeoutMs: number; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
+  worker: { engineUrl: string; engineStallTimeoutMs: number; engineInputDir: string; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
   router: { jwtSecret: string; jwtPublicKeys: string; deadlineMs: number; catalogFile: string; upstreamBaseUrls: Record<string, string> };
 }
 
@@ -319,6 +323,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     worker: {
       engineUrl: e.ENGINE_URL,
       engineStallTimeoutMs: e.ENGINE_STALL_TIMEOUT_MS,
+      engineInputDir: e.ENGINE_INPUT_DIR,
       workerId: e.WORKER_ID,
       host: e.WORKER_HOST,
       port: e.WORKER_PORT,

@@ -2,7 +2,7 @@
 // (`GET /object_info`) before a job exists. The problems carry the engine's own error types and
 // messages so v1 can answer in the engine's 400 shape and v2 in its {field, reason} lists.
 
-import { isStorableText } from '#libs/contracts';
+import { isStorableText, rawInteger } from '#libs/contracts';
 
 export interface NodeDefinition {
   input?: { required?: Record<string, unknown>; optional?: Record<string, unknown>; hidden?: Record<string, unknown> };
@@ -130,6 +130,9 @@ function checkLiteral(name: string, entry: unknown, value: unknown): NodeProblem
     return null;
   }
   if (type === 'INT' || type === 'FLOAT') {
+    // An integer beyond 2^53, kept whole (a seed up to 2^64 - 1): compared exactly.
+    const whole = rawInteger(value);
+    if (whole !== null) return checkRange(name, whole, options, base);
     const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
     if (!Number.isFinite(n) || (type === 'INT' && !Number.isInteger(n)) || typeof value === 'boolean') {
       return { ...base, type: 'invalid_input_type', message: `Failed to convert an input value to a ${type} value`, details: `${name}, ${show(value)}` };
@@ -142,11 +145,21 @@ function checkLiteral(name: string, entry: unknown, value: unknown): NodeProblem
     }
     return null;
   }
-  if (type === 'STRING' && typeof value !== 'string' && typeof value !== 'number' && !isAssetRef(value)) {
+  if (type === 'STRING' && typeof value !== 'string' && typeof value !== 'number' && rawInteger(value) === null && !isAssetRef(value)) {
     return { ...base, type: 'invalid_input_type', message: 'Failed to convert an input value to a STRING value', details: `${name}, ${show(value)}` };
   }
   if (type === 'BOOLEAN' && typeof value !== 'boolean') {
     return { ...base, type: 'invalid_input_type', message: 'Failed to convert an input value to a BOOLEAN value', details: `${name}, ${show(value)}` };
+  }
+  return null;
+}
+
+function checkRange(name: string, n: bigint, options: Record<string, unknown>, base: Pick<NodeProblem, 'field' | 'extra_info'>): NodeProblem | null {
+  if (typeof options.min === 'number' && n < BigInt(Math.ceil(options.min))) {
+    return { ...base, type: 'value_smaller_than_min', message: `Value ${n} smaller than min of ${options.min}`, details: name };
+  }
+  if (typeof options.max === 'number' && n > BigInt(Math.floor(options.max))) {
+    return { ...base, type: 'value_bigger_than_max', message: `Value ${n} bigger than max of ${options.max}`, details: name };
   }
   return null;
 }

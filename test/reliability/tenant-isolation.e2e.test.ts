@@ -628,7 +628,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       uploadIntact: (await download(A.upload.id))?.equals(A.uploadBytes) ?? false,
       outputDownloads: output !== null && output.length === A.done.outputs[0].size_bytes,
       v1UploadIntact: viewBytes?.equals(A.v1Bytes) ?? false,
-      idempotentReplay: `${replay.status} ${replay.headers.get('idempotent-replayed')} ${replay.body.id === A.idemJob}`,
+      idempotentReplay: `${replay.status} ${replay.body.error?.code} ${replay.body.error?.details?.job_id === A.idemJob}`,
       routerReplay: `${routerReplay.status} ${routerReplay.headers.get('idempotent-replayed')} ${routerReplay.text === A.routerResult}`,
       deployment: deployment.status,
       jobList: JSON.stringify(list) === JSON.stringify(A.jobIds),
@@ -641,7 +641,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       uploadIntact: true,
       outputDownloads: true,
       v1UploadIntact: true,
-      idempotentReplay: '200 true true',
+      idempotentReplay: '422 idempotency_key_reuse true',
       routerReplay: '200 true true',
       deployment: 200,
       jobList: true,
@@ -651,7 +651,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     report.record({
       tried: "A's data after every probe of B (cancel, interrupt, queue delete/clear, history delete/clear, asset delete, key reuse)",
       count: Object.keys(expected).length,
-      outcome: differs.length === 0 ? 'running job still running, queued still queued, assets and v1 upload download intact, both idempotency keys replay A\'s results, deployment, job list and v1 history unchanged' : `changed: ${differs.map((k) => `${k}=${JSON.stringify(checks[k as keyof typeof checks])}`).join(', ')}`,
+      outcome: differs.length === 0 ? 'running job still running, queued still queued, assets and v1 upload download intact, A\'s job key still names A\'s job and the router key replays A\'s result, deployment, job list and v1 history unchanged' : `changed: ${differs.map((k) => `${k}=${JSON.stringify(checks[k as keyof typeof checks])}`).join(', ')}`,
       held: differs.length === 0,
     });
     expect(checks).toEqual(expected);

@@ -32,7 +32,7 @@ function createState(config: SimConfig): EngineState {
   const storage = new Storage(config.inputDir, config.outputDir, config.tempDir);
   const hub = new WsHub();
   const logs = new EngineLogs(hub, config.logToStderr);
-  const registry = new NodeRegistry(() => ({ checkpoints: config.checkpoints, inputImages: storage.listInputImages() }));
+  const registry = new NodeRegistry(() => ({ checkpoints: config.checkpoints, inputImages: storage.listInputImages(), inputAudio: storage.listInputAudio() }));
   const state = {} as EngineState;
   // The engine broadcasts `status` on every queue change.
   const queue = new PromptQueue(() => hub.sendJson('status', { status: queueInfo(state) }, null));

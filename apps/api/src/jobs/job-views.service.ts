@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
-import { ApiError, type JobView, type OutputView, type ProgressView } from '#libs/contracts';
+import { ApiError, parseLosslessJson, type JobView, type OutputView, type ProgressView } from '#libs/contracts';
 import { Prisma, type Account, type Db, type Deployment, type Job, type JobOutput, type Asset, type Blob, type JobStatus } from '#libs/db';
 import { linkLifetimeSeconds, type BlobStore } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
@@ -134,6 +134,18 @@ export class JobViews {
       FROM jobs j
       WHERE j.id = ${jobId}::uuid AND ${inScope(scope)}`;
     return rows[0] ? withOutputs(rows[0]) : null;
+  }
+
+  /**
+   * The workflow a job of the caller shows (as the client sent it), read from its text so that
+   * integers beyond 2^53 keep every digit; not found like `find`.
+   */
+  async workflow(scope: string | JobScope, jobId: string): Promise<unknown> {
+    const rows = await this.db.$queryRaw<{ text: string }[]>`
+      SELECT coalesce(j.submitted_workflow, j.workflow)::text AS text FROM jobs j
+      WHERE j.id = ${jobId}::uuid AND ${inScope(scope)}`;
+    if (!rows[0]) throw ApiError.notFound('job');
+    return parseLosslessJson(rows[0].text);
   }
 
   /** One page of the caller's jobs with their outputs, in one query; `limit + 1` rows at most. */

@@ -7,7 +7,7 @@ import { CONFIG } from '../core/tokens.js';
 import { JobPipeline } from '../jobs/job-pipeline.js';
 import { SubmissionService } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
-import { V1Files } from './files/v1-files.service.js';
+import { InputFiles } from '../inputs/input-files.service.js';
 
 /** What clients read when they connect: node definitions, models, features, system stats. */
 @Controller('api')
@@ -16,13 +16,13 @@ export class V1InfoController {
   constructor(
     @Inject(CONFIG) private readonly config: Config,
     private readonly submissions: SubmissionService,
-    private readonly files: V1Files,
+    private readonly inputs: InputFiles,
     private readonly pipeline: JobPipeline,
   ) {}
 
   @Get('object_info')
   async objectInfo(@CurrentAccount() account: Account) {
-    return this.files.accountDefinitions(await this.submissions.definitions(), await this.files.uploadedNames(account.id));
+    return this.inputs.definitionsFor(account.id, await this.submissions.definitions());
   }
 
   /** One class, or `{}` for an unknown one, as the engine answers (clients probe for extensions this way). */
@@ -30,7 +30,7 @@ export class V1InfoController {
   async objectInfoOf(@CurrentAccount() account: Account, @Param('cls') cls: string) {
     const defs = await this.submissions.definitions();
     if (!Object.hasOwn(defs, cls)) return {};
-    const mine = this.files.accountDefinitions({ [cls]: defs[cls]! }, await this.files.uploadedNames(account.id));
+    const mine = await this.inputs.definitionsFor(account.id, { [cls]: defs[cls]! });
     return { [cls]: mine[cls] };
   }
 

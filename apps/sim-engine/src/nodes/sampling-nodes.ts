@@ -111,7 +111,7 @@ const kSampler: SimNode = {
     const latent = inputs.latent_image as LatentValue;
     const steps = Number(inputs.steps);
     const sample: Sample = {
-      seed: Number(BigInt.asUintN(32, BigInt(Math.trunc(Number(inputs.seed))))),
+      seed: Number(BigInt.asUintN(32, typeof inputs.seed === 'bigint' ? inputs.seed : BigInt(Math.trunc(Number(inputs.seed))))),
       positive: (inputs.positive as ConditioningValue).hash,
       negative: (inputs.negative as ConditioningValue).hash,
       cfg: Number(inputs.cfg),

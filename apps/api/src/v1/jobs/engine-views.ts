@@ -31,7 +31,9 @@ export class EngineViews {
   }
 
   private tuple(job: Job, names: Map<string, string>): QueueTuple {
-    return [Number(job.number), job.id, withDisplayNames(job.workflow, names), job.clientId ? { client_id: job.clientId } : {}, job.outputNodes];
+    // The prompt as the client sent it; jobs from before it was kept show their references by name.
+    const prompt = job.submittedWorkflow ?? withDisplayNames(job.workflow, names);
+    return [Number(job.number), job.id, prompt, job.clientId ? { client_id: job.clientId } : {}, job.outputNodes];
   }
 
   async history(jobs: JobForHistory[]): Promise<Record<string, unknown>> {

@@ -13,6 +13,8 @@ import { sendBlob } from '../../http/send-blob.js';
 import { UuidPipe } from '../../http/uuid.pipe.js';
 import { AssetsService, checkTags, parseExpiresIn } from './assets.service.js';
 import { lastField, readMultipartUpload } from './multipart-upload.js';
+import { UploadKeys } from './upload-keys.js';
+import { parseIdempotencyKey } from '../jobs/submit-body.js';
 
 @AssetDocs.controller()
 @Controller('api/v2/assets')
@@ -20,6 +22,7 @@ import { lastField, readMultipartUpload } from './multipart-upload.js';
 export class AssetsController {
   constructor(
     private readonly assets: AssetsService,
+    private readonly keys: UploadKeys,
     @Inject(BLOB_STORE) private readonly store: BlobStore,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
@@ -27,6 +30,9 @@ export class AssetsController {
   @Post()
   @AssetDocs.upload()
   async upload(@CurrentAccount() account: Account, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<AssetView> {
+    const key = parseIdempotencyKey(request.headers['idempotency-key']);
+    // A used key is refused before a byte of the body is read or stored.
+    if (key) await this.keys.refuseUsed(account.id, key);
     const discard = (stored: StoredBlob) => this.assets.discardUnrecorded(stored);
     const parsed = await readMultipartUpload(request, 'file', (stream) => this.assets.storeBytes(stream), discard);
     // The bytes are stored before the fields can be judged; a refused upload must leave none behind.
@@ -47,6 +53,7 @@ export class AssetsController {
         },
         request,
       );
+      if (key) await this.keys.claim(account.id, key, view.id);
       reply.status(createdNew ? 201 : 200);
       return view;
     } catch (err) {
