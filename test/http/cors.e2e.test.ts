@@ -213,7 +213,7 @@ describe('CORS on every surface', () => {
 
     it('refuses an upgrade from an origin that is not listed, before looking at the key', async () => {
       expect(await upgradeStatusOf(ws(listed, `&token=${alice.key}`), { headers: { origin: STRANGER } })).toBe(403);
-      // No key either: still 403, not 401, and no failed authentication is counted.
+      // No key either: still 403, not 401: the key is never looked at.
       expect(await upgradeStatusOf(ws(listed, ''), { headers: { origin: STRANGER } })).toBe(403);
       expect(await upgradeStatusOf(`${listed.url.replace('http', 'ws')}/api/ws?token=${alice.key}`, { headers: { origin: 'http://127.0.0.2:5174' } })).toBe(403);
     });
