@@ -18,6 +18,9 @@ export const ENV_DEFAULTS = {
   PUBLIC_URL: '',
   SURFACE: 'cloud',
   BASE_PATH: '',
+  // Origins whose pages may call the API from a browser (CORS): comma-separated, or `*` for any.
+  // Empty: no CORS headers at all, so browsers only reach the API from its own origin.
+  CORS_ALLOWED_ORIGINS: '',
   DEPLOYMENT_DOMAIN: '',
   SELF_HOSTED_TOKEN: '',
   OPERATOR_TOKEN: '',
@@ -110,6 +113,7 @@ const schema = z.object({
   BASE_PATH: z
     .string()
     .regex(/^(\/[A-Za-z0-9._~-]+)*$/, 'must be empty or like /prefix (no trailing slash)'),
+  CORS_ALLOWED_ORIGINS: z.string().refine((v) => parseCorsOrigins(v) !== null, 'must be empty, `*`, or origins such as https://app.example.com separated by commas'),
   DEPLOYMENT_DOMAIN: z.string(),
   SELF_HOSTED_TOKEN: z.string(),
   OPERATOR_TOKEN: z.string(),
@@ -166,7 +170,16 @@ export interface Config {
   databasePreparedStatements: boolean;
   redisUrl: string;
   redisPrefix: string;
-  api: { host: string; port: number; publicUrl: string; basePath: string; trustProxyHops: number; shutdownGraceMs: number };
+  api: {
+    host: string;
+    port: number;
+    publicUrl: string;
+    basePath: string;
+    trustProxyHops: number;
+    shutdownGraceMs: number;
+    /** Browser origins allowed to call the API (CORS): `*` for any; empty for none. */
+    corsOrigins: '*' | string[];
+  };
   surface: Surface;
   deploymentDomain: string;
   selfHostedToken: string;
@@ -218,6 +231,22 @@ export function parseUpstreamBaseUrls(value: string): Record<string, string> | n
     result[provider] = base;
   }
   return result;
+}
+
+/**
+ * `*`, or `https://app.example.com,http://localhost:5173` to the list of origins; empty to none;
+ * null when malformed. An origin is what a browser sends in `Origin`: scheme, host and a port
+ * other than the scheme's default, nothing else (no path, no trailing slash).
+ */
+export function parseCorsOrigins(value: string): '*' | string[] | null {
+  const entries = value.split(',').map((e) => e.trim()).filter(Boolean);
+  if (entries.length === 1 && entries[0] === '*') return '*';
+  for (const entry of entries) {
+    if (!URL.canParse(entry)) return null;
+    const url = new URL(entry);
+    if (!['http:', 'https:'].includes(url.protocol) || url.origin !== entry) return null;
+  }
+  return [...new Set(entries)];
 }
 
 export class ConfigError extends Error {}
@@ -280,6 +309,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       basePath: e.BASE_PATH,
       trustProxyHops: e.TRUST_PROXY_HOPS,
       shutdownGraceMs: e.API_SHUTDOWN_GRACE_MS,
+      corsOrigins: parseCorsOrigins(e.CORS_ALLOWED_ORIGINS) ?? [],
     },
     surface: e.SURFACE,
     deploymentDomain: e.DEPLOYMENT_DOMAIN,

@@ -9,6 +9,7 @@ import { ApiError, errorEnvelope } from '#libs/contracts';
 import type { Db } from '#libs/db';
 import { UpgradeAuth } from '../../auth/index.js';
 import { CONFIG, DB } from '../../core/tokens.js';
+import { upgradeOriginAllowed } from '../../http/cors.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
 import { scopeOf, scopeWhere, type JobScope } from '../../jobs/job-views.service.js';
 import { AccountLimits } from '../../limits/index.js';
@@ -106,6 +107,11 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
       return;
     }
     socket.on('error', () => undefined);
+    // Before the key is looked at: a page from elsewhere learns nothing, and costs no lookup.
+    if (!upgradeOriginAllowed(this.config, request)) {
+      reject(socket, 403, 'forbidden', 'Pages from this origin may not open the socket.');
+      return;
+    }
     void this.accept(request, socket, head, url).catch((err: unknown) => {
       if (err instanceof ApiError) reject(socket, err.status, err.code, err.message, err.headers);
       else reject(socket, 503, 'service_unavailable', 'A dependency is temporarily unavailable; retry shortly.', { 'Retry-After': '1' });
