@@ -13,7 +13,7 @@ import { EventFanout } from '../../jobs/event-fanout.js';
 import { scopeOf, scopeWhere, type JobScope } from '../../jobs/job-views.service.js';
 import { AccountLimits } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
-import { deploymentRewriter } from '../../surface/request-scope.js';
+import { requestUrlRewriter } from '../../surface/request-scope.js';
 import { AccountFeed, type FeedDeps } from './account-feed.js';
 import { ClientSocket } from './client-socket.js';
 
@@ -50,7 +50,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
   private pinger: NodeJS.Timeout | null = null;
   private readonly paths: Set<string>;
   /** The deployment surface's prefix and host routing, as the HTTP routes get them. */
-  private readonly rewrite: ((req: IncomingMessage) => string) | undefined;
+  private readonly rewrite: (req: IncomingMessage) => string;
   private readonly deps: FeedDeps;
 
   constructor(
@@ -64,7 +64,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
   ) {
     const base = config.api.basePath;
     this.paths = new Set([`${base}/ws`, `${base}/api/ws`]);
-    this.rewrite = deploymentRewriter(config);
+    this.rewrite = requestUrlRewriter(config);
     this.deps = {
       fanout,
       queueRemaining: (scope, excluding) =>
@@ -99,7 +99,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
 
   private readonly onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
     // Upgrades reach the HTTP server directly, past Fastify's URL rewriting: rewrite here too.
-    const url = new URL((this.rewrite ? this.rewrite(request) : request.url) ?? '/', 'http://localhost');
+    const url = new URL(this.rewrite(request), 'http://localhost');
     if (!this.paths.has(url.pathname)) {
       // Another upgrade listener may own this path; with none, answer instead of hanging.
       if (this.server?.listenerCount('upgrade') === 1) reject(socket, 404, 'not_found', 'Not found.');
