@@ -14,6 +14,7 @@ import { scopeOf, scopeWhere, type JobScope } from '../../jobs/job-views.service
 import { AccountLimits } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
 import { requestUrlRewriter } from '../../surface/request-scope.js';
+import { TenantLogs } from '../internal/tenant-logs.service.js';
 import { AccountFeed, type FeedDeps } from './account-feed.js';
 import { ClientSocket } from './client-socket.js';
 
@@ -61,6 +62,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
     private readonly limits: AccountLimits,
     private readonly deployments: DeploymentsService,
     fanout: EventFanout,
+    logs: TenantLogs,
   ) {
     const base = config.api.basePath;
     this.paths = new Set([`${base}/ws`, `${base}/api/ws`]);
@@ -70,6 +72,8 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
       queueRemaining: (scope, excluding) =>
         db.job.count({ where: { ...scopeWhere(scope), status: { in: ['queued', 'running', 'canceling'] }, ...(excluding ? { id: { not: excluding } } : {}) } }),
       job: (jobId) => db.job.findUnique({ where: { id: jobId }, select: { status: true, error: true, startedAt: true, attempts: true, deploymentId: true } }),
+      logSubscribers: (accountId) => logs.subscribers(accountId),
+      jobLog: (jobId) => logs.ofJob(jobId),
     };
   }
 
