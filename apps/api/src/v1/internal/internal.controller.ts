@@ -6,9 +6,9 @@ import { scopeOf } from '../../jobs/job-views.service.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
 import { V1Files } from '../files/v1-files.service.js';
-import { BadBody, engineErrorBody, parseJsonObject } from '../http/engine-body.js';
+import { engineErrorBody, parseJsonObject } from '../http/engine-body.js';
 import { AccountModels } from '../models/model-lists.js';
-import { engineJson } from '../userdata/engine-replies.js';
+import { engineJson, parsedOr400 } from '../userdata/engine-replies.js';
 import { TERMINAL_SIZE, TenantLogs } from './tenant-logs.service.js';
 
 /**
@@ -43,14 +43,9 @@ export class V1InternalController {
   @Patch('logs/subscribe')
   @HttpCode(200)
   async subscribe(@CurrentAccount() account: Account, @Body() raw: unknown, @Res() reply: FastifyReply) {
-    let body: Record<string, unknown>;
-    try {
-      body = parseJsonObject(raw);
-    } catch (err) {
-      if (err instanceof BadBody) return reply.status(400).send(engineErrorBody(err.type, err.message, err.details));
-      throw err;
-    }
-    const { clientId, enabled } = body;
+    const body = parsedOr400(reply, () => parseJsonObject(raw));
+    if (!body) return reply;
+    const { clientId, enabled } = body.value;
     if (typeof clientId !== 'string' || clientId === '' || clientId.length > 128 || enabled === undefined) {
       return reply.status(400).send(engineErrorBody('invalid_request', 'The body must be {"clientId": string, "enabled": boolean}', 'clientId, enabled'));
     }

@@ -1,4 +1,5 @@
 import type { FastifyReply } from 'fastify';
+import { BadBody, engineErrorBody } from '../http/engine-body.js';
 
 /**
  * The engine's plain answers (aiohttp `web.Response(status, text)`): a short text body. `reason`
@@ -20,4 +21,15 @@ export function queryValue(query: Record<string, unknown>, name: string): string
   const value = query[name];
   const first = Array.isArray(value) ? value[0] : value;
   return typeof first === 'string' ? first : undefined;
+}
+
+/** Runs a body parser of `engine-body`; a bad body is answered with the engine's 400 and gives null. */
+export function parsedOr400<T>(reply: FastifyReply, parse: () => T): { value: T } | null {
+  try {
+    return { value: parse() };
+  } catch (err) {
+    if (!(err instanceof BadBody)) throw err;
+    void reply.status(400).send(engineErrorBody(err.type, err.message, err.details));
+    return null;
+  }
 }

@@ -4,7 +4,7 @@ import type { Account } from '#libs/db';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../../auth/index.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { BadBody, engineErrorBody, parseJsonObject, parseJsonText } from '../http/engine-body.js';
-import { engineJson, engineText } from './engine-replies.js';
+import { engineJson, engineText, parsedOr400 } from './engine-replies.js';
 import { UserDataRefused, UserFiles } from './user-files.service.js';
 
 /** The one user of an account, in the engine's user-data layout (`user/default/`). */
@@ -60,14 +60,9 @@ export class V1SettingsController {
   /** Merges the posted object into the settings: keys it names are replaced, others stay. */
   @Post('settings')
   async storeSettings(@CurrentAccount() account: Account, @Body() raw: unknown, @Res() reply: FastifyReply) {
-    let changes: Record<string, unknown>;
-    try {
-      changes = parseJsonObject(raw);
-    } catch (err) {
-      if (err instanceof BadBody) return reply.status(400).send(engineErrorBody(err.type, err.message, err.details));
-      throw err;
-    }
-    return this.change(reply, () => this.files.changeSettings(account.id, (current) => ({ ...current, ...changes })));
+    const changes = parsedOr400(reply, () => parseJsonObject(raw));
+    if (!changes) return reply;
+    return this.change(reply, () => this.files.changeSettings(account.id, (current) => ({ ...current, ...changes.value })));
   }
 
   /** Sets one setting to the posted JSON value (any value, `null` included). */
@@ -76,14 +71,9 @@ export class V1SettingsController {
     if (!id) return engineText(reply, 400, 'Setting id not provided');
     // An empty body reads as `{}` for the JSON routes; a setting posted with no body is refused instead.
     if (typeof raw !== 'string' || raw.trim() === '') return reply.status(400).send(engineErrorBody('invalid_request', 'The request body must be the JSON value of the setting', 'empty body'));
-    let value: unknown;
-    try {
-      value = parseJsonText(raw);
-    } catch (err) {
-      if (err instanceof BadBody) return reply.status(400).send(engineErrorBody(err.type, err.message, err.details));
-      throw err;
-    }
-    return this.change(reply, () => this.files.changeSettings(account.id, (current) => ({ ...current, [id]: value })));
+    const value = parsedOr400(reply, () => parseJsonText(raw));
+    if (!value) return reply;
+    return this.change(reply, () => this.files.changeSettings(account.id, (current) => ({ ...current, [id]: value.value })));
   }
 
   private async change(reply: FastifyReply, work: () => Promise<void>): Promise<FastifyReply> {
