@@ -31,6 +31,10 @@ export const ENV_DEFAULTS = {
   SIGNED_URL_TTL_SECONDS: '3600',
   MAX_UPLOAD_BYTES: String(100 * 1024 * 1024),
   MAX_JSON_BODY_BYTES: String(8 * 1024 * 1024),
+  // v1 user data (the engine's user folder: saved workflows, settings): one file, and one account's total.
+  USERDATA_MAX_FILE_BYTES: String(10 * 1024 * 1024),
+  USERDATA_MAX_ACCOUNT_BYTES: String(100 * 1024 * 1024),
+  USERDATA_MAX_FILES: '10000',
   // A client must have sent its whole request (headers and body) within these, or it gets 408.
   HTTP_HEADERS_TIMEOUT_MS: '30000',
   HTTP_REQUEST_TIMEOUT_MS: '120000',
@@ -123,6 +127,9 @@ const schema = z.object({
   SIGNED_URL_TTL_SECONDS: int(1, 7 * 24 * 3600),
   MAX_UPLOAD_BYTES: int(1),
   MAX_JSON_BODY_BYTES: int(1024),
+  USERDATA_MAX_FILE_BYTES: int(1, 1024 * 1024 * 1024),
+  USERDATA_MAX_ACCOUNT_BYTES: int(1),
+  USERDATA_MAX_FILES: int(1, 10_000_000),
   HTTP_HEADERS_TIMEOUT_MS: int(100, 3_600_000),
   HTTP_REQUEST_TIMEOUT_MS: int(100, 24 * 3_600_000),
   HTTP_TIMEOUT_CHECK_MS: int(10, 60_000),
@@ -190,6 +197,8 @@ export interface Config {
   signedUrlTtlSeconds: number;
   maxUploadBytes: number;
   maxJsonBodyBytes: number;
+  /** v1 user data: bytes of one file, bytes and files of one account. */
+  userdata: { maxFileBytes: number; maxAccountBytes: number; maxFiles: number };
   /** Deadlines for receiving a request, against clients that send it slowly or never finish. */
   http: { headersTimeoutMs: number; requestTimeoutMs: number; timeoutCheckMs: number };
   storage:
@@ -320,6 +329,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     signedUrlTtlSeconds: e.SIGNED_URL_TTL_SECONDS,
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
+    userdata: { maxFileBytes: e.USERDATA_MAX_FILE_BYTES, maxAccountBytes: e.USERDATA_MAX_ACCOUNT_BYTES, maxFiles: e.USERDATA_MAX_FILES },
     http: {
       // Node requires the headers deadline to fall within the whole request's.
       headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS),

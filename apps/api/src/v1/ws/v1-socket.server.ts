@@ -14,7 +14,8 @@ import { EventFanout } from '../../jobs/event-fanout.js';
 import { scopeOf, scopeWhere, type JobScope } from '../../jobs/job-views.service.js';
 import { AccountLimits } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
-import { deploymentRewriter } from '../../surface/request-scope.js';
+import { requestUrlRewriter } from '../../surface/request-scope.js';
+import { TenantLogs } from '../internal/tenant-logs.service.js';
 import { AccountFeed, type FeedDeps } from './account-feed.js';
 import { ClientSocket } from './client-socket.js';
 
@@ -51,7 +52,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
   private pinger: NodeJS.Timeout | null = null;
   private readonly paths: Set<string>;
   /** The deployment surface's prefix and host routing, as the HTTP routes get them. */
-  private readonly rewrite: ((req: IncomingMessage) => string) | undefined;
+  private readonly rewrite: (req: IncomingMessage) => string;
   private readonly deps: FeedDeps;
 
   constructor(
@@ -62,15 +63,18 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
     private readonly limits: AccountLimits,
     private readonly deployments: DeploymentsService,
     fanout: EventFanout,
+    logs: TenantLogs,
   ) {
     const base = config.api.basePath;
     this.paths = new Set([`${base}/ws`, `${base}/api/ws`]);
-    this.rewrite = deploymentRewriter(config);
+    this.rewrite = requestUrlRewriter(config);
     this.deps = {
       fanout,
       queueRemaining: (scope, excluding) =>
         db.job.count({ where: { ...scopeWhere(scope), status: { in: ['queued', 'running', 'canceling'] }, ...(excluding ? { id: { not: excluding } } : {}) } }),
       job: (jobId) => db.job.findUnique({ where: { id: jobId }, select: { status: true, error: true, startedAt: true, attempts: true, deploymentId: true } }),
+      logSubscribers: (accountId) => logs.subscribers(accountId),
+      jobLog: (jobId) => logs.ofJob(jobId),
     };
   }
 
@@ -100,7 +104,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
 
   private readonly onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
     // Upgrades reach the HTTP server directly, past Fastify's URL rewriting: rewrite here too.
-    const url = new URL((this.rewrite ? this.rewrite(request) : request.url) ?? '/', 'http://localhost');
+    const url = new URL(this.rewrite(request), 'http://localhost');
     if (!this.paths.has(url.pathname)) {
       // Another upgrade listener may own this path; with none, answer instead of hanging.
       if (this.server?.listenerCount('upgrade') === 1) reject(socket, 404, 'not_found', 'Not found.');
