@@ -42,7 +42,9 @@ process.on('SIGTERM', () => stopAll(0));
 
 await start('sim-engine', 'dist/apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: enginePort });
 await start('worker', 'dist/apps/worker/src/main.js', { ENGINE_URL: env.ENGINE_URL ?? `http://127.0.0.1:${enginePort}` });
-await start('api', 'dist/apps/api/src/main.js', { API_PORT: apiPort });
+// A development stack takes calls from pages on any origin (a front end on its own dev server);
+// CORS_ALLOWED_ORIGINS, even empty, says otherwise. Production's default is no origin at all.
+await start('api', 'dist/apps/api/src/main.js', { API_PORT: apiPort, CORS_ALLOWED_ORIGINS: env.CORS_ALLOWED_ORIGINS ?? '*' });
 
 // The demo account is created once; its key is kept in .data/ (ignored by git) for later runs.
 const demoFile = '.data/demo-account.json';

@@ -19,6 +19,15 @@ if ! command -v b3sum >/dev/null 2>&1; then
     exit 1
   fi
 fi
+# The browser suites (test/browser/) drive Debian's Chromium at /usr/bin/chromium.
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get install -y -q chromium >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null))
+  else
+    echo "Chromium is required for the test suite: install the Debian package chromium" >&2
+    exit 1
+  fi
+fi
 
 export TEST_S3_ENDPOINT="${TEST_S3_ENDPOINT:-http://127.0.0.1:4569}"
 s3_pid=""

@@ -51,6 +51,11 @@ export class InputFiles {
     return withFileChoices(defs, choices);
   }
 
+  /** The names of the account's input files, newest first: its "input folder". */
+  async inputNames(accountId: string): Promise<string[]> {
+    return [...new Set((await this.uploads(accountId)).map((u) => u.filePath))];
+  }
+
   /** The account's uploads, newest first. */
   private async uploads(accountId: string): Promise<Listed[]> {
     return this.db.asset.findMany({

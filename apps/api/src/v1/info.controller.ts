@@ -1,15 +1,13 @@
 import { Controller, Get, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
 import type { Config } from '#libs/config';
-import { ApiError } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { CONFIG } from '../core/tokens.js';
-import { JobPipeline } from '../jobs/job-pipeline.js';
 import { SubmissionService } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
 import { InputFiles } from '../inputs/input-files.service.js';
 
-/** What clients read when they connect: node definitions, models, features, system stats. */
+/** What clients read when they connect: node definitions, features, system stats (models: V1ModelsController). */
 @Controller('api')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1InfoController {
@@ -17,7 +15,6 @@ export class V1InfoController {
     @Inject(CONFIG) private readonly config: Config,
     private readonly submissions: SubmissionService,
     private readonly inputs: InputFiles,
-    private readonly pipeline: JobPipeline,
   ) {}
 
   @Get('object_info')
@@ -34,34 +31,19 @@ export class V1InfoController {
     return { [cls]: mine[cls] };
   }
 
-  @Get('embeddings')
-  async embeddings() {
-    return (await this.engineModels()).embeddings;
-  }
-
   /** Front-end extension scripts: the service serves no front end, so there are none. */
   @Get('extensions')
   extensions() {
     return [];
   }
 
-  @Get('models')
-  async modelFolders() {
-    return Object.keys((await this.engineModels()).folders);
-  }
-
-  @Get('models/:folder')
-  async models(@Param('folder') folder: string) {
-    const { folders } = await this.engineModels();
-    if (!Object.hasOwn(folders, folder)) throw ApiError.notFound('model folder');
-    return folders[folder];
-  }
-
-  /** As the engines last reported them; like node definitions, unavailable until one has. */
-  private async engineModels() {
-    const models = await this.pipeline.models.get();
-    if (models) return models;
-    throw new ApiError('service_unavailable', 'No engine has reported its models yet; retry shortly.', undefined, { 'retry-after': '5' });
+  /**
+   * Translations from custom nodes' `locales/` folders (app/custom_node_manager.py), which the
+   * front end merges into its own. The engines report none, so there are none.
+   */
+  @Get('i18n')
+  i18n() {
+    return {};
   }
 
   @Get('features')

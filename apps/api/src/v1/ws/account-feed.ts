@@ -1,5 +1,5 @@
 import type { Job } from '#libs/db';
-import { encodePreviewImageFrame, encodePreviewImageWithMetadataFrame, encodeTextFrame, mimeToImageFormat, type PreviewMetadata } from '#libs/engine-protocol';
+import { encodePreviewImageFrame, encodePreviewImageWithMetadataFrame, encodeTextFrame, mimeToImageFormat, type LogEntry, type PreviewMetadata } from '#libs/engine-protocol';
 import type { AccountMessage, PublishedJobEvent } from '#libs/jobs';
 import type { EventFanout } from '../../jobs/event-fanout.js';
 import type { JobScope } from '../../jobs/job-views.service.js';
@@ -11,6 +11,10 @@ export interface FeedDeps {
   /** The scope's jobs waiting or running, the engine's `queue_remaining`. */
   queueRemaining(scope: JobScope, excluding?: string): Promise<number>;
   job(jobId: string): Promise<Pick<Job, 'status' | 'error' | 'startedAt' | 'attempts' | 'deploymentId'> | null>;
+  /** Client ids of the account that asked for its log lines (`PATCH /internal/logs/subscribe`). */
+  logSubscribers(accountId: string): Promise<Set<string>>;
+  /** The log lines a job wrote, kept with it when it ended. */
+  jobLog(jobId: string): Promise<LogEntry[]>;
 }
 
 const TERMINAL_MESSAGES = new Set(['execution_success', 'execution_error', 'execution_interrupted']);
@@ -51,6 +55,8 @@ export class AccountFeed {
   /** Prompts whose engine said they ended, waiting for their job's terminal status. */
   private readonly finishing = new RecentIds();
   private readonly ended = new RecentIds();
+  /** Jobs whose log lines went to the subscribed sockets. */
+  private readonly logged = new RecentIds();
   /** Whether a job is in this feed's deployment: a job never moves, so the answer is kept. */
   private readonly inDeployment = new Map<string, boolean>();
   private readonly unsubscribe: Array<() => void>;
@@ -152,6 +158,19 @@ export class AccountFeed {
     this.broadcast('executing', { node: null, prompt_id: promptId });
   }
 
+  /** The engine pushes its log lines to subscribed client ids as they are written; a job's arrive when it ends. */
+  private async sendLog(jobId: string): Promise<void> {
+    if (this.logged.has(jobId) || this.sockets.size === 0) return;
+    this.logged.add(jobId);
+    const subscribed = await this.deps.logSubscribers(this.scope.accountId);
+    const targets = [...this.sockets].filter((s) => subscribed.has(s.sid));
+    if (targets.length === 0) return;
+    const entries = await this.deps.jobLog(jobId);
+    if (entries.length === 0) return;
+    const text = JSON.stringify({ type: 'logs', data: { entries, size: null } });
+    for (const s of targets) s.sendText(text);
+  }
+
   private onPreview(preview: NonNullable<AccountMessage['preview']>): void {
     const image = Buffer.from(preview.base64, 'base64');
     const mime = preview.imageType === 'png' ? 'image/png' : 'image/jpeg';
@@ -193,6 +212,7 @@ export class AccountFeed {
       return this.sendStatus();
     }
     if (!TERMINAL_STATUSES.has(status)) return;
+    await this.sendLog(e.jobId);
     if (this.ended.has(e.jobId)) return;
     // The engine's own ending went out already: only the closing is left.
     if (this.finishing.has(e.jobId)) return this.closePrompt(e.jobId);

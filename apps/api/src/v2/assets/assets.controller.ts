@@ -8,6 +8,7 @@ import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { BLOB_STORE, CONFIG } from '../../core/tokens.js';
 import { AssetDocs } from '../../docs/index.js';
 import { RateLimitGuard } from '../../limits/index.js';
+import { Uncompressed } from '../../http/compression.js';
 import { requireJsonObject } from '../../http/json-body.js';
 import { sendBlob } from '../../http/send-blob.js';
 import { UuidPipe } from '../../http/uuid.pipe.js';
@@ -99,6 +100,7 @@ export class AssetsController {
 
   @Get(':id/content')
   @AssetDocs.content()
+  @Uncompressed()
   async content(
     @CurrentAccount() account: Account,
     @Param('id', new UuidPipe('asset')) id: string,
