@@ -25,6 +25,6 @@ export default {
   },
   testMatch: ['<rootDir>/{apps,libs,test}/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
-  // The reliability suites leave their findings behind; this turns them into docs/reliability.md.
+  // The reliability suites leave their findings behind; this turns them into .data/reliability.md.
   globalTeardown: '<rootDir>/test/reliability/write-report.js',
 };
