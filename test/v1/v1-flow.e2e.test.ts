@@ -1,3 +1,4 @@
+import jpeg from 'jpeg-js';
 import { decodeBinaryFrame } from '#libs/engine-protocol';
 import { blake3Hex } from '#libs/storage';
 import { call } from '../support/http.js';
@@ -106,11 +107,11 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     expect(withMetadata.texts().find((m) => m.type === 'feature_flags')!.data).toEqual({ supports_preview_metadata: true, max_upload_size: expect.any(Number) });
     const legacyFrames = legacy.binaries();
     expect(legacyFrames).toHaveLength(3);
+    // The sampler's previews are JPEG, as the engine's sampler sends them.
     for (const f of legacyFrames) {
       expect(f.readUInt32BE(0)).toBe(1);
-      expect(f.readUInt32BE(4)).toBe(2); // PNG
-      expect(f.subarray(8, 16).equals(PNG_SIGNATURE)).toBe(true);
-      expect(decodePng(f.subarray(8)).width).toBeGreaterThan(0);
+      expect(f.readUInt32BE(4)).toBe(1); // JPEG
+      expect(jpeg.decode(f.subarray(8)).width).toBeGreaterThan(0);
     }
     const frames = withMetadata.binaries();
     expect(frames).toHaveLength(3);
@@ -118,11 +119,11 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
       expect(f.readUInt32BE(0)).toBe(4);
       const length = f.readUInt32BE(4);
       const metadata = f.subarray(8, 8 + length).toString('utf8');
-      expect(JSON.parse(metadata)).toEqual({ node_id: '3', prompt_id: promptId, display_node_id: '3', parent_node_id: null, real_node_id: '3', image_type: 'image/png' });
+      expect(JSON.parse(metadata)).toEqual({ node_id: '3', prompt_id: promptId, display_node_id: '3', parent_node_id: null, real_node_id: '3', image_type: 'image/jpeg' });
       // The engine's own formatting: Python's json.dumps separators.
       expect(metadata.startsWith('{"node_id": "3", "prompt_id": ')).toBe(true);
       const image = f.subarray(8 + length);
-      expect(image.subarray(0, 8).equals(PNG_SIGNATURE)).toBe(true);
+      expect(image.subarray(0, 3).equals(Buffer.from([0xff, 0xd8, 0xff]))).toBe(true);
       // The same image bytes as the legacy frame of the same step.
       expect(image.equals(legacyFrames[i]!.subarray(8))).toBe(true);
     }
