@@ -186,6 +186,32 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     expect(Buffer.from(await (await fetch(input.headers.get('location')!)).arrayBuffer()).equals(testPng(8, 6))).toBe(true);
   });
 
+  it('keeps what SaveImageWebsocket sends only over the socket: history lists the images, /api/view serves the bytes sent', async () => {
+    const before = legacy.messages.length;
+    const id = await world.prompt(a.key, {
+      '1': { class_type: 'EmptyImage', inputs: { width: 16, height: 8, batch_size: 2, color: 0x2060a0 } },
+      '2': { class_type: 'ImageInvert', inputs: { image: ['1', 0] } },
+      '3': { class_type: 'SaveImageWebsocket', inputs: { images: ['2', 0] } },
+    }, { client_id: 'client-a1' });
+    await legacy.ended(id);
+    // As the engine sends them: one PNG frame per image, and no `executed` for the node.
+    const frames = legacy.messages.slice(before).filter((m) => m.kind === 'binary').map((m) => m.bytes!);
+    expect(frames).toHaveLength(2);
+    for (const f of frames) expect([f.readUInt32BE(0), f.readUInt32BE(4), f.subarray(8, 16).equals(PNG_SIGNATURE)]).toEqual([1, 2, true]);
+    expect(legacy.texts(id).filter((m) => m.type === 'executed')).toEqual([]);
+    // History lists them as SaveImage's are listed, so clients that read history find them too.
+    const entry = (await world.get(a.key, `/api/history/${id}`)).body[id];
+    expect(entry.outputs).toEqual({ '3': { images: [0, 1].map((i) => ({ filename: `3_images_${i}.png`, subfolder: id, type: 'output' })) } });
+    expect(entry.status).toMatchObject({ status_str: 'success', completed: true });
+    for (const [i, image] of (entry.outputs['3'].images as Array<{ filename: string }>).entries()) {
+      const view = await world.get(a.key, `/api/view?filename=${image.filename}&subfolder=${id}&type=output`);
+      expect(view.status).toBe(302);
+      const bytes = Buffer.from(await (await fetch(view.headers.get('location')!)).arrayBuffer());
+      expect(bytes.equals(frames[i]!.subarray(8))).toBe(true);
+      expect(decodePng(bytes)).toMatchObject({ width: 16, height: 8 });
+    }
+  });
+
   it('has a prompt in the history by the time its socket gets the closing executing {node: null}', async () => {
     // Clients (the engine's own websocket example among them) read the history at that message,
     // which the engine sends after writing it. Here the job's row is held locked, so the worker

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { Redis } from 'ioredis';
 import { blake3Hex } from '#libs/storage';
+import { decodePng } from '../../apps/sim-engine/src/png.js';
 import { slowJob, startCloud, textToImage, tinyImage, type Cloud } from '../support/cloud.js';
 import { TEST_REDIS_URL } from '../support/env.js';
 import { bearer, call, envelopeCode, jsonInit } from '../support/http.js';
@@ -82,6 +83,43 @@ describe('v2 jobs from submission to download', () => {
     expect(logs.status).toBe(200);
     expect(logs.body).toEqual({ text: expect.any(String), truncated: false, captured_at: expect.any(String) });
     expect(logs.body.text.length).toBeGreaterThan(0);
+  });
+
+  it('stores the images SaveImageWebsocket sends only over the socket as outputs; sampler previews are JPEG previews only', async () => {
+    const workflow = { ...textToImage(12, 4), '20': { class_type: 'SaveImageWebsocket', inputs: { images: ['8', 0] } } };
+    const res = await submit({ workflow });
+    expect(res.status).toBe(201);
+    const sse = new SseClient(new URL(res.body.urls.events, origin).toString(), bearer(alice.key));
+    await sse.until((events) => statusesOf(events).includes('succeeded'));
+    await sse.ended;
+    // The sampler's previews come as the engine's sampler sends them: JPEG.
+    const previews = sse.events.filter((e) => e.event === 'preview').map((e) => JSON.parse(e.data));
+    const sampler = previews.filter((p) => p.node_id === '3');
+    expect(sampler.length).toBeGreaterThan(0);
+    for (const p of sampler) {
+      expect(p.content_type).toBe('image/jpeg');
+      expect(Buffer.from(p.data_base64, 'base64').subarray(0, 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]));
+    }
+    // Both output nodes made an output, each announced once; the sampler's previews are not outputs.
+    const announced = sse.events.filter((e) => e.event === 'output').map((e) => JSON.parse(e.data));
+    expect(announced.map((o) => o.node_id).sort()).toEqual(['20', '9']);
+    const job = await follow(res.body.urls.self, { headers: bearer(alice.key) });
+    expect(job.body.status).toBe('succeeded');
+    expect(job.body.outputs.map((o: { node_id: string }) => o.node_id).sort()).toEqual(['20', '9']);
+    const sent = job.body.outputs.find((o: { node_id: string }) => o.node_id === '20');
+    expect(sent).toMatchObject({ type: 'image', content_type: 'image/png', name: '20_images_0.png', job_id: res.body.id });
+    expect(announced.find((o) => o.node_id === '20')).toMatchObject({ id: sent.id, hash: sent.hash, size_bytes: sent.size_bytes });
+    const bytes = Buffer.from(await (await fetch(sent.url)).arrayBuffer());
+    expect(bytes.length).toBe(sent.size_bytes);
+    expect(sent.hash).toBe(`blake3:${blake3Hex(bytes)}`);
+    // The same picture SaveImage wrote to a file, without its metadata.
+    const saved = job.body.outputs.find((o: { node_id: string }) => o.node_id === '9');
+    const file = decodePng(Buffer.from(await (await fetch(saved.url)).arrayBuffer()));
+    const socketImage = decodePng(bytes);
+    expect([socketImage.width, socketImage.height]).toEqual([file.width, file.height]);
+    expect(Buffer.from(socketImage.data).equals(Buffer.from(file.data))).toBe(true);
+    const asset = await call(`${origin}/api/v2/assets/${sent.id}`, { headers: bearer(alice.key) });
+    expect(asset.body).toMatchObject({ id: sent.id, hash: sent.hash, job_id: res.body.id, content_type: 'image/png' });
   });
 
   it('holds the response with Prefer: wait until the job ends', async () => {

@@ -254,7 +254,7 @@ export class JobRunner {
       outputs: (nodeId, reported: ReportedOutput[], message) => {
         enqueue(async () => {
           const refs: Record<string, unknown[]> = {};
-          const original = ((message.data as { output?: Record<string, unknown[]> }).output ?? {}) as Record<string, unknown[]>;
+          const original = ((message?.data as { output?: Record<string, unknown[]> } | undefined)?.output ?? {}) as Record<string, unknown[]>;
           for (const [key, list] of Object.entries(original)) refs[key] = Array.isArray(list) ? [...list] : list;
           for (const item of reported) {
             const saved = await outputs.save(job, nodeId, item);
@@ -262,7 +262,8 @@ export class JobRunner {
             if (item.kind === 'file' && Array.isArray(refs[item.key])) refs[item.key]![item.index] = saved.v1Ref;
           }
           // Not waited for, like the other forwarded messages: the connection keeps their order.
-          void forwardV1({ type: 'executed', data: { ...(message.data as object), output: refs } }).catch((err: Error) => jobLog('warn', 'executed message not forwarded', { err: err.message }));
+          // Images sent only over the socket came with no `executed` (message null): none to forward.
+          if (message) void forwardV1({ type: 'executed', data: { ...(message.data as object), output: refs } }).catch((err: Error) => jobLog('warn', 'executed message not forwarded', { err: err.message }));
         });
       },
       // In line behind any output still being stored, but not waited for: commands on one Redis

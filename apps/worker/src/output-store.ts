@@ -6,7 +6,7 @@ import type { EngineClient } from '#libs/engine-protocol';
 import type { JobEventLog } from '#libs/jobs';
 import { outputBytesObserved } from '#libs/metrics';
 import type { BlobStore, StoredBlob } from '#libs/storage';
-import { contentTypeFor, outputType, type ReportedOutput } from './output-kinds.js';
+import { contentTypeFor, outputName, outputType, type ReportedOutput } from './output-kinds.js';
 import type { Log } from './worker-process.js';
 
 export interface StoredOutput {
@@ -38,7 +38,7 @@ export class OutputStore {
   ) {}
 
   async save(job: { id: string; accountId: string; expiresAt: Date; attempts: number }, nodeId: string, output: ReportedOutput): Promise<StoredOutput> {
-    const name = output.kind === 'file' ? output.ref.filename : `${nodeId}_${output.key}_${output.index}.txt`;
+    const name = outputName(nodeId, output);
     // Only a job run again can already have this output (stored by the earlier attempt).
     const existing =
       job.attempts > 1
@@ -56,6 +56,10 @@ export class OutputStore {
           if (output.kind === 'text') {
             reportedType = 'text/plain; charset=utf-8';
             return await this.store.put(Readable.from([Buffer.from(output.text, 'utf8')]));
+          }
+          if (output.kind === 'bytes') {
+            reportedType = output.contentType;
+            return await this.store.put(Readable.from([output.data]));
           }
           const view = await this.engine.viewWithInfo(output.ref);
           reportedType = view.contentType;
@@ -76,7 +80,7 @@ export class OutputStore {
     // Only bytes actually written count: a deduplicated copy adds nothing to storage.
     if (stored.created) outputBytesObserved(stored.sizeBytes);
 
-    const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : contentTypeFor(name, reportedType);
+    const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : output.kind === 'bytes' ? output.contentType : contentTypeFor(name, reportedType);
     const type = outputType(output.key, name, contentType);
     // Blob, asset and job output in one statement: all three exist, or none does. Under the blob's
     // lock: a deletion of the same bytes' last record then cannot fail on this reference.

@@ -13,8 +13,12 @@ export type EngineOutcome =
 export interface RunHooks {
   progress(snapshot: ProgressView, final: boolean): void;
   preview(image: Buffer, mimeType: string, nodeId: string | null, metadata: Record<string, unknown> | null): void;
-  /** Outputs of one node, in the order reported; resolves once they are stored. */
-  outputs(nodeId: string, outputs: ReportedOutput[], message: EngineMessage): void;
+  /**
+   * Outputs of one node, in the order reported. `message` is the `executed` message that reported
+   * them, for the v1 WebSocket; null for images the node sent only over the socket (the engine
+   * sends no `executed` for those, so v1 clients get none either).
+   */
+  outputs(nodeId: string, outputs: ReportedOutput[], message: EngineMessage | null): void;
   /** Every other execution message of this prompt, for the v1 WebSocket. */
   forward(message: EngineMessage): void;
   /** A node's progress text (a TEXT binary frame), for the v1 WebSocket. */
@@ -32,6 +36,17 @@ interface DataWithPrompt {
   prompt_id?: string;
 }
 
+/** The nodes no other node of the workflow takes an input from. */
+function sinkNodes(workflow: ApiWorkflow): Set<string> {
+  const used = new Set<string>();
+  for (const node of Object.values(workflow)) {
+    for (const value of Object.values(node.inputs ?? {})) {
+      if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'number') used.add(value[0]);
+    }
+  }
+  return new Set(Object.keys(workflow).filter((id) => !used.has(id)));
+}
+
 /**
  * Follows one prompt through the engine's message stream: turns messages into progress, previews,
  * outputs and a final outcome. The engine runs one prompt at a time, so type-1 previews (which
@@ -45,6 +60,14 @@ export class RunContext {
   private started = false;
   /** Nodes whose outputs were already handed on, so history does not report them twice. */
   private readonly reported = new Set<string>();
+  /**
+   * Images sink nodes sent over the socket, by node, until the node is done. The engine runs only
+   * output nodes and what they need, so a sink that runs is an output node: one that ends without
+   * an `executed` (SaveImageWebsocket, or any node that returns images only over the socket) made
+   * these images as its outputs. Previews of other nodes (a sampler's) are never kept.
+   */
+  private readonly socketImages = new Map<string, { data: Buffer; contentType: string }[]>();
+  private readonly sinks: Set<string>;
   done = false;
   /** The engine said how the prompt ended (a terminal message, or its history). */
   private concluded = false;
@@ -59,6 +82,7 @@ export class RunContext {
     private readonly hooks: RunHooks,
   ) {
     this.tracker = new ProgressTracker(workflow);
+    this.sinks = sinkNodes(workflow);
     this.log = new LogCapture(logBytes);
     this.outcome = new Promise((resolve) => (this.settle = resolve));
   }
@@ -97,6 +121,8 @@ export class RunContext {
         this.hooks.progress(this.tracker.snapshot(), false);
         return;
       case 'executing':
+        // The engine runs one node at a time: the next one starting means the others are done.
+        this.commitSocketImages((node) => node !== data.node);
         this.tracker.executing((data.node as string | null | undefined) ?? null);
         this.hooks.forward(message);
         if (data.node !== null) this.hooks.progress(this.tracker.snapshot(), false);
@@ -110,6 +136,8 @@ export class RunContext {
         const nodeId = String(data.node);
         this.tracker.finished(nodeId);
         this.reported.add(nodeId);
+        // A node that reports its outputs sent previews, not outputs, over the socket.
+        this.socketImages.delete(nodeId);
         this.hooks.outputs(nodeId, reportedOutputs(data.output as Record<string, unknown> | null), message);
         this.hooks.progress(this.tracker.snapshot(), false);
         return;
@@ -172,8 +200,28 @@ export class RunContext {
     return this.logEndSeen;
   }
 
+  /**
+   * Hands on the images of the nodes `done` says are done, as their outputs. A node the prompt
+   * failed or was interrupted in did not finish: what it sent is not an output.
+   */
+  private commitSocketImages(done: (nodeId: string) => boolean): void {
+    for (const [nodeId, images] of [...this.socketImages]) {
+      if (!done(nodeId)) continue;
+      this.socketImages.delete(nodeId);
+      if (this.reported.has(nodeId)) continue;
+      this.reported.add(nodeId);
+      this.hooks.outputs(
+        nodeId,
+        images.map((image, index) => ({ kind: 'bytes', key: 'images', data: image.data, contentType: image.contentType, index })),
+        null,
+      );
+    }
+  }
+
   private conclude(message: EngineMessage): void {
     const data = (message.data ?? {}) as Record<string, unknown>;
+    const failedAt = message.type === 'execution_success' ? null : typeof data.node_id === 'string' ? data.node_id : undefined;
+    this.commitSocketImages((node) => failedAt !== undefined && node !== failedAt);
     this.concluded = true;
     this.hooks.forward(message);
     if (message.type === 'execution_success') {
@@ -198,11 +246,22 @@ export class RunContext {
   onBinary(frame: BinaryFrame): void {
     if (this.done || !this.started) return;
     if (frame.kind === 'preview_image') {
-      this.hooks.preview(frame.image, frame.mimeType, this.tracker.snapshot().current_node, null);
+      const nodeId = this.tracker.snapshot().current_node;
+      this.keepSocketImage(nodeId, frame.image, frame.mimeType);
+      this.hooks.preview(frame.image, frame.mimeType, nodeId, null);
     } else if (frame.kind === 'preview_image_with_metadata' && frame.metadata.prompt_id === this.promptId) {
+      this.keepSocketImage(frame.metadata.node_id, frame.image, frame.mimeType);
       this.hooks.preview(frame.image, frame.mimeType, frame.metadata.node_id, frame.metadata);
     } else if (frame.kind === 'text') {
       this.hooks.progressText(frame.nodeId, frame.text);
     }
+  }
+
+  private keepSocketImage(nodeId: string | null, image: Buffer, contentType: string): void {
+    if (nodeId === null || !this.sinks.has(nodeId) || this.reported.has(nodeId)) return;
+    const images = this.socketImages.get(nodeId) ?? [];
+    // A copy: the frame's bytes may be a view of a buffer the socket reuses.
+    images.push({ data: Buffer.from(image), contentType });
+    this.socketImages.set(nodeId, images);
   }
 }
