@@ -51,6 +51,8 @@ export interface Outcome {
   log?: { text: string; truncated: boolean } | null;
   /** The last progress snapshot, stored with the terminal status. */
   progress?: object | null;
+  /** The run's execution messages as v1 clients were sent them ([type, data]), for v1 history. */
+  engineMessages?: Array<[string, unknown]> | null;
 }
 
 /**
@@ -74,6 +76,7 @@ export async function finishJob(
   const error = outcome.error ? JSON.stringify(outcome.error) : null;
   const log = outcome.log ?? null;
   const progress = outcome.progress ? JSON.stringify(outcome.progress) : null;
+  const engineMessages = outcome.engineMessages ? JSON.stringify(outcome.engineMessages) : null;
   const rows = await db.$queryRaw<Record<string, unknown>[]>`
     WITH done AS (
       UPDATE jobs SET
@@ -86,6 +89,7 @@ export async function finishJob(
                         THEN greatest(0, floor(extract(epoch FROM (${now}::timestamptz - created_at)) * 1000))::int ELSE queue_ms END,
         error = CASE WHEN status = 'canceling' THEN error ELSE coalesce(${error}::jsonb, error) END,
         progress = coalesce(${progress}::jsonb, progress),
+        engine_messages = coalesce(${engineMessages}::jsonb, engine_messages),
         charged_credits = CASE WHEN started_at IS NULL THEN 0
                                ELSE ceil(greatest(0, extract(epoch FROM (${now}::timestamptz - started_at))))::bigint * ${creditsPerSecond} END,
         log_text = CASE WHEN ${log !== null} THEN ${log?.text ?? null} ELSE log_text END,

@@ -338,6 +338,11 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     const history = (await world.get(a.key, `/api/history/${id}`)).body[id];
     expect(Object.keys(history.outputs)).toEqual(['2']);
     expect(history.prompt[4]).toEqual(['2']);
+    // The prompt kept is the one sent, with the nodes that failed validation, as the engine keeps it.
+    expect(history.prompt[2]).toEqual(prompt);
+    // Only the outputs that validated ran: the engine got the rest of the prompt without them.
+    const job = await world.stack.db.job.findUniqueOrThrow({ where: { id } });
+    expect(Object.keys(job.workflow as object).sort()).toEqual(['1', '2']);
     // With no output left to run, the prompt is refused as before.
     const none = await world.post(a.key, '/api/prompt', { prompt: { '3': prompt['3'], '4': prompt['4'] } });
     expect([none.status, none.body.error.type]).toEqual([400, 'prompt_outputs_failed_validation']);
@@ -354,6 +359,12 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     await cached(a, legacy, 'client-a1');
     // The same account again: everything comes from the cache.
     expect(await cached(a, legacy, 'client-a1')).toEqual(Object.keys(prompt).sort());
+    // The history keeps exactly what the socket was sent: the cached nodes, the engine's timestamps.
+    const rerun = legacy.texts().filter((m) => m.type === 'execution_cached').at(-1)!.data.prompt_id as string;
+    const sent = legacy.texts(rerun).filter((m) => ['execution_start', 'execution_cached', 'execution_success'].includes(m.type!));
+    const kept = (await world.get(a.key, `/api/history/${rerun}`)).body[rerun].status.messages;
+    expect(kept).toEqual(sent.map((m) => [m.type, m.data]));
+    expect(kept[1][1].nodes.sort()).toEqual(Object.keys(prompt).sort());
     // Another account, the same prompt: only the checkpoint, a file the engine lists for everyone.
     // Anything more would tell it what the job before its own asked for.
     expect(await cached(b, other, 'client-b')).toEqual(['4']);

@@ -90,6 +90,8 @@ export class JobRunner {
    * up the attempts of every queued job in the seconds an engine takes to restart.
    */
   lostEngine = false;
+  /** The history messages v1 clients were sent of the current run, stored with its ending (v1 history). */
+  private runMessages: () => Array<[string, unknown]> = () => [];
 
   constructor(private readonly d: RunnerDeps) {}
 
@@ -167,7 +169,7 @@ export class JobRunner {
       if (latest?.status === 'canceling') ending = { outcome: { status: 'canceled' } };
       else ending = { outcome: { status: 'failed', error: { code: ending.code ?? 'engine_unavailable', message: ending.handBack } } };
     }
-    const done = await finishJob(db, job.id, ending.outcome, config.jobs.creditsPerSecond, new Date(), { workerId });
+    const done = await finishJob(db, job.id, { ...ending.outcome, engineMessages: this.runMessages() }, config.jobs.creditsPerSecond, new Date(), { workerId });
     if (done) {
       jobExecutionObserved(done.status, (done.executionMs ?? 0) / 1000);
       const error = ending.outcome.error;
@@ -188,6 +190,7 @@ export class JobRunner {
 
   private async execute(job: Job, promptId: string, extraData: Promise<Record<string, unknown> | null>, jobLog: Log): Promise<Ending> {
     const { db, engine, socket, store, events, config, keys, redis } = this.d;
+    this.runMessages = () => [];
     const workflow = job.workflow as unknown as ApiWorkflow;
     let staged: ApiWorkflow;
     try {
@@ -278,6 +281,8 @@ export class JobRunner {
         }),
     });
 
+    // What forwardV1 sent of them: the v1 history is what the socket had.
+    this.runMessages = () => ctx.historyMessages.map((m) => withJobPromptId(m, job.id)).map(({ type, data }) => [type, data]);
     const onMessage = (m: EngineMessage) => ctx.onMessage(m);
     const onBinary = (f: Parameters<typeof ctx.onBinary>[0]) => ctx.onBinary(f);
     socket.on('message', onMessage);

@@ -32,6 +32,9 @@ export interface RunHooks {
  */
 const PROMPT_DONE_LINE = /^Prompt executed in /m;
 
+/** The messages the engine keeps in a prompt's history (`status.messages`), as execution.py adds them. */
+const HISTORY_MESSAGES = new Set(['execution_start', 'execution_cached', 'execution_success', 'execution_error', 'execution_interrupted']);
+
 interface DataWithPrompt {
   prompt_id?: string;
 }
@@ -68,6 +71,8 @@ export class RunContext {
    */
   private readonly socketImages = new Map<string, { data: Buffer; contentType: string }[]>();
   private readonly sinks: Set<string>;
+  /** The history messages handed on to v1 clients so far, in order: the job's v1 history shows these. */
+  readonly historyMessages: EngineMessage[] = [];
   done = false;
   /** The engine said how the prompt ended (a terminal message, or its history). */
   private concluded = false;
@@ -112,12 +117,12 @@ export class RunContext {
     switch (message.type) {
       case 'execution_start':
         this.started = true;
-        this.hooks.forward(message);
+        this.forward(message);
         this.hooks.progress(this.tracker.snapshot(), false);
         return;
       case 'execution_cached':
         this.tracker.cached((data.nodes as string[] | undefined) ?? []);
-        this.hooks.forward(message);
+        this.forward(message);
         this.hooks.progress(this.tracker.snapshot(), false);
         return;
       case 'executing':
@@ -223,7 +228,7 @@ export class RunContext {
     const failedAt = message.type === 'execution_success' ? null : typeof data.node_id === 'string' ? data.node_id : undefined;
     this.commitSocketImages((node) => failedAt !== undefined && node !== failedAt);
     this.concluded = true;
-    this.hooks.forward(message);
+    this.forward(message);
     if (message.type === 'execution_success') {
       this.tracker.complete();
       this.hooks.progress(this.tracker.snapshot(), true);
@@ -255,6 +260,11 @@ export class RunContext {
     } else if (frame.kind === 'text') {
       this.hooks.progressText(frame.nodeId, frame.text);
     }
+  }
+
+  private forward(message: EngineMessage): void {
+    if (HISTORY_MESSAGES.has(message.type)) this.historyMessages.push(message);
+    this.hooks.forward(message);
   }
 
   private keepSocketImage(nodeId: string | null, image: Buffer, contentType: string): void {

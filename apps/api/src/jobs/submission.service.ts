@@ -20,6 +20,8 @@ export interface SubmitRequest {
   deployment?: Deployment | null;
   /** Given by v1 clients (`prompt_id`); otherwise a fresh UUID. */
   jobId?: string;
+  /** The prompt as sent, when it is more than `workflow` (v1: with nodes that failed validation). */
+  prompt?: unknown;
 }
 
 export type Submitted = { job: Job; replayed: boolean };
@@ -139,6 +141,7 @@ export class SubmissionService {
       id: jobId,
       accountId: account.id,
       workflow,
+      submittedPrompt: req.prompt ?? null,
       outputNodes: outputs,
       source: req.source,
       clientId: req.clientId ?? null,

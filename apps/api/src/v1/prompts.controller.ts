@@ -137,6 +137,8 @@ export class V1PromptsController {
       if (!outcome.ok) nodeErrors = toEngineErrorBody(outcome).node_errors;
       ({ job } = await this.submissions.submit(account, {
         workflow: outcome.ok ? workflow : outcome.runnable!.workflow,
+        // The engine keeps the whole prompt, failed nodes too: v1 queue and history show it.
+        prompt: outcome.ok ? undefined : workflow,
         extraData: request.extraData,
         source: 'v1',
         clientId: request.clientId,
