@@ -119,7 +119,7 @@ describe('v2 jobs from submission to download', () => {
     expect([socketImage.width, socketImage.height]).toEqual([file.width, file.height]);
     expect(Buffer.from(socketImage.data).equals(Buffer.from(file.data))).toBe(true);
     const asset = await call(`${origin}/api/v2/assets/${sent.id}`, { headers: bearer(alice.key) });
-    expect(asset.body).toMatchObject({ id: sent.id, hash: sent.hash, job_id: res.body.id, content_type: 'image/png' });
+    expect(asset.body).toMatchObject({ id: sent.id, hash: sent.hash, job_id: res.body.id, content_type: 'image/png', created_new: true });
   });
 
   it('holds the response with Prefer: wait until the job ends', async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { blobRow, blobSurvived, underBlobLock } from '#libs/assets';
+import { blobRow, blobSurvived, bytesNewToAccount, underBlobLock } from '#libs/assets';
 import type { Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import type { JobEventLog } from '#libs/jobs';
@@ -90,8 +90,9 @@ export class OutputStore {
       stored.hash,
       this.db.$executeRaw`
       WITH ${blobRow(stored)}, asset AS (
-        INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at)
-        VALUES (${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt})
+        INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at, created_new)
+        VALUES (${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt},
+                ${bytesNewToAccount(job.accountId, stored.hash)})
         RETURNING id
       )
       INSERT INTO job_outputs (job_id, asset_id, node_id, type, engine_key, engine_type, name)
