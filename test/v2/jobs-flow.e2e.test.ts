@@ -45,6 +45,7 @@ describe('v2 jobs from submission to download', () => {
     expect(sse.headers!.get('content-type')).toMatch(/^text\/event-stream/);
     expect(sse.headers!.get('x-accel-buffering')).toBe('no');
     for (const e of sse.events) expect(e.id).toMatch(/^\d+-\d+$/);
+    expect(new Set(sse.events.map((e) => e.id)).size).toBe(sse.events.length);
     const kinds = new Set(sse.events.map((e) => e.event));
     expect(kinds.has('progress')).toBe(true);
     expect(kinds.has('output')).toBe(true);
@@ -201,6 +202,48 @@ describe('v2 jobs from submission to download', () => {
       expect([headers, first]).toEqual([headers, { status: 'queued', queue_position: polled.body.queue_position }]);
     }
     for (const job of [waiting, blocker]) await follow(job.body.urls.cancel, { method: 'POST', headers: bearer(frank.key) });
+  });
+
+  it('gives every event of a stream its own id and a queued job always a position; a resume from any event misses nothing', async () => {
+    const gina = await stack.account({ name: 'gina' });
+    const blocker = await submit({ workflow: slowJob(25_000) }, {}, gina.key);
+    await waitUntil(async () => (await follow(blocker.body.urls.self, { headers: bearer(gina.key) })).body.status === 'running', 10_000, 'the blocker running');
+    const ahead = await submit({ workflow: slowJob(25_000, 1) }, {}, gina.key);
+    const job = await submit({ workflow: tinyImage(77) }, {}, gina.key);
+    expect([job.body.status, job.body.queue_position]).toEqual(['queued', 1]);
+    const listed = await follow('/api/v2/jobs?status=queued', { headers: bearer(gina.key) });
+    expect(listed.body.data.map((j: { queue_position: unknown }) => j.queue_position).sort()).toEqual([0, 1]);
+    const url = new URL(job.body.urls.events, origin).toString();
+    const first = new SseClient(url, bearer(gina.key));
+    await first.until((events) => statusesOf(events).length > 0, 5_000);
+    // The job ahead leaves the queue: the stream tells the new position in an event of its own.
+    await follow(ahead.body.urls.cancel, { method: 'POST', headers: bearer(gina.key) });
+    await first.until((events) => events.filter((e) => e.event === 'status').length >= 2, 5_000);
+    first.close();
+    const statuses = first.events.filter((e) => e.event === 'status').map((e) => JSON.parse(e.data));
+    expect(statuses).toEqual([{ status: 'queued', queue_position: 1 }, { status: 'queued', queue_position: 0 }]);
+    const ids = first.events.map((e) => e.id!);
+    expect(new Set(ids).size).toBe(ids.length);
+    // Back from each event it had, the snapshot's and the stream's own alike.
+    const resumed = ids.map((id) => ({ id, sse: new SseClient(url, bearer(gina.key, { 'last-event-id': id })) }));
+    for (const { sse } of resumed) await sse.until((events) => statusesOf(events).length > 0, 5_000);
+    await follow(blocker.body.urls.cancel, { method: 'POST', headers: bearer(gina.key) });
+    const all = new SseClient(url, bearer(gina.key, { 'last-event-id': '0-0' }));
+    await all.ended;
+    const logged = all.events.filter((e) => e.event !== 'status' || JSON.parse(e.data).status !== 'queued');
+    expect(statusesOf(logged)).toEqual(['running', 'succeeded']);
+    for (const { id, sse } of resumed) {
+      await sse.ended;
+      const got = sse.events.map((e) => e.id!);
+      expect([id, new Set(got).size]).toEqual([id, got.length]);
+      expect([id, got.includes(id)]).toEqual([id, false]);
+      // Every event the job logged after the queue: running, its output, its progress, succeeded.
+      for (const e of logged) expect([id, e.event, got.includes(e.id!)]).toEqual([id, e.event, true]);
+      for (const e of sse.events.filter((x) => x.event === 'status')) {
+        const data = JSON.parse(e.data);
+        if (data.status === 'queued') expect([id, data.queue_position]).toEqual([id, 0]);
+      }
+    }
   });
 
   it('sends keepalive comments while a job waits', async () => {
