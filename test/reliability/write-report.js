@@ -10,7 +10,12 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DIR = path.join(ROOT, '.data', 'reliability');
 
-export default function writeReliabilityReport(target = process.env.RELIABILITY_REPORT || path.join(ROOT, '.data', 'reliability.md')) {
+// Jest calls it with its own configuration objects: the target is never taken from the arguments.
+export default function writeReliabilityReport() {
+  writeReport(process.env.RELIABILITY_REPORT || path.join(ROOT, '.data', 'reliability.md'));
+}
+
+function writeReport(target) {
   if (!existsSync(DIR)) return;
   const sections = readdirSync(DIR)
     .filter((f) => f.endsWith('.json'))
@@ -39,5 +44,5 @@ export default function writeReliabilityReport(target = process.env.RELIABILITY_
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  writeReliabilityReport(path.resolve(process.argv[2] ?? path.join(ROOT, 'docs', 'reliability.md')));
+  writeReport(path.resolve(process.argv[2] ?? path.join(ROOT, 'docs', 'reliability.md')));
 }

@@ -173,7 +173,8 @@ export class RunContext {
     }
     if (this.done) return;
     const messages = entry.status?.messages ?? [];
-    const terminal = messages.find(([type]) => type === 'execution_error' || type === 'execution_interrupted');
+    // The engine's own ending, timestamp and all: v1 clients and the job's history get it as kept.
+    const terminal = messages.find(([type]) => type === 'execution_error' || type === 'execution_interrupted' || type === 'execution_success');
     if (terminal) this.conclude({ type: terminal[0], data: terminal[1] });
     else if (entry.status?.status_str === 'success') this.conclude({ type: 'execution_success', data: { prompt_id: this.promptId } });
     else this.conclude({ type: 'execution_error', data: { prompt_id: this.promptId, exception_message: 'The engine recorded the prompt as failed without saying why.' } });
