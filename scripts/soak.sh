@@ -8,4 +8,5 @@ cd "$(dirname "$0")/.."
 bash scripts/install.sh
 export LOAD_SECONDS="${SOAK_SECONDS:-1800}"
 export LOAD_RATE="${SOAK_RATE:-200}"
+export RELIABILITY_REPORT="$PWD/docs/reliability.md"
 node --experimental-vm-modules --no-warnings=ExperimentalWarning node_modules/jest/bin/jest.js test/reliability/load.e2e.test.ts

@@ -14,7 +14,7 @@ case "${1:-}" in unit|db|e2e|reliability) tier="$1"; shift ;; esac
 if [ "$tier" = unit ]; then
   # No services and no build: Jest compiles what it runs.
   if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    npm install --no-audit --no-fund --loglevel=error
+    npm install --no-save --no-audit --no-fund --loglevel=error
   fi
   node scripts/prisma-generate.mjs >/dev/null
   exec node --experimental-vm-modules --no-warnings=ExperimentalWarning node_modules/jest/bin/jest.js --selectProjects unit "$@"
