@@ -65,6 +65,14 @@ export const ENV_DEFAULTS = {
   // The engine's input folder as the worker sees it (a shared volume), or empty: then staged inputs
   // stay there, in a folder no listing shows and no other tenant can name (docs/operations.md).
   ENGINE_INPUT_DIR: '',
+  // The engine's `models` folder as the worker sees it (a shared volume): tenants' model files are
+  // linked into it for their jobs. Empty: jobs that name a tenant's model file fail (models_unavailable).
+  ENGINE_MODELS_DIR: '',
+  // The worker's own cache of model files (content-addressed, least recently used evicted past the budget).
+  MODEL_CACHE_DIR: '.data/model-cache',
+  MODEL_CACHE_MAX_BYTES: String(50 * 1024 ** 3),
+  // How often a worker drops cached files whose blobs are deleted (deletions are also announced at once).
+  MODEL_CACHE_CHECK_SECONDS: '60',
   WORKER_ID: '',
   WORKER_HOST: '127.0.0.1',
   WORKER_PORT: '8081',
@@ -154,6 +162,10 @@ const schema = z.object({
   ENGINE_URL: url(['http:', 'https:']),
   ENGINE_STALL_TIMEOUT_MS: int(100),
   ENGINE_INPUT_DIR: z.string(),
+  ENGINE_MODELS_DIR: z.string(),
+  MODEL_CACHE_DIR: z.string().min(1),
+  MODEL_CACHE_MAX_BYTES: int(1),
+  MODEL_CACHE_CHECK_SECONDS: int(1, 24 * 3600),
   WORKER_ID: z.string().regex(/^[A-Za-z0-9._-]{0,64}$/, 'letters, digits, . _ - only'),
   WORKER_HOST: z.string().min(1),
   WORKER_PORT: int(0, 65535),
@@ -225,7 +237,19 @@ export interface Config {
     sseKeepaliveMs: number;
     preferWaitMaxSeconds: number;
   };
-  worker: { engineUrl: string; engineStallTimeoutMs: number; engineInputDir: string; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
+  worker: {
+    engineUrl: string;
+    engineStallTimeoutMs: number;
+    engineInputDir: string;
+    engineModelsDir: string;
+    /** The worker's model cache: where, how many bytes at most, how often deleted blobs are looked for. */
+    modelCache: { dir: string; maxBytes: number; checkSeconds: number };
+    workerId: string;
+    host: string;
+    port: number;
+    shutdownGraceMs: number;
+    logCaptureBytes: number;
+  };
   router: { jwtSecret: string; jwtPublicKeys: string; deadlineMs: number; catalogFile: string; upstreamBaseUrls: Record<string, string> };
 }
 
@@ -364,6 +388,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       engineUrl: e.ENGINE_URL,
       engineStallTimeoutMs: e.ENGINE_STALL_TIMEOUT_MS,
       engineInputDir: e.ENGINE_INPUT_DIR,
+      engineModelsDir: e.ENGINE_MODELS_DIR,
+      modelCache: { dir: e.MODEL_CACHE_DIR, maxBytes: e.MODEL_CACHE_MAX_BYTES, checkSeconds: e.MODEL_CACHE_CHECK_SECONDS },
       workerId: e.WORKER_ID,
       host: e.WORKER_HOST,
       port: e.WORKER_PORT,
