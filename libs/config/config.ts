@@ -30,6 +30,15 @@ export const ENV_DEFAULTS = {
   SIGNING_SECRET: 'dev-only-signing-secret-change-me',
   SIGNED_URL_TTL_SECONDS: '3600',
   MAX_UPLOAD_BYTES: String(100 * 1024 * 1024),
+  // Resumable uploads (tus, /api/v2/uploads): the largest file, and how long an unfinished one is kept.
+  MAX_RESUMABLE_UPLOAD_BYTES: String(10 * 1024 ** 3),
+  RESUMABLE_UPLOAD_EXPIRY_SECONDS: String(24 * 3600),
+  // Imports by URL (POST /api/v2/assets/from-url): the largest file, and how long one may take.
+  URL_IMPORT_MAX_BYTES: String(10 * 1024 ** 3),
+  URL_IMPORT_TIMEOUT_SECONDS: '1800',
+  // Outbound requests (imports by URL) may reach loopback addresses: for tests and `npm start` only.
+  // Private, link-local and metadata addresses are refused always.
+  OUTBOUND_ALLOW_LOOPBACK: 'false',
   MAX_JSON_BODY_BYTES: String(8 * 1024 * 1024),
   // v1 user data (the engine's user folder: saved workflows, settings): one file, and one account's total.
   USERDATA_MAX_FILE_BYTES: String(10 * 1024 * 1024),
@@ -134,6 +143,11 @@ const schema = z.object({
   SIGNING_SECRET: z.string().min(16, 'must be at least 16 characters'),
   SIGNED_URL_TTL_SECONDS: int(1, 7 * 24 * 3600),
   MAX_UPLOAD_BYTES: int(1),
+  MAX_RESUMABLE_UPLOAD_BYTES: int(1),
+  RESUMABLE_UPLOAD_EXPIRY_SECONDS: int(60),
+  URL_IMPORT_MAX_BYTES: int(1),
+  URL_IMPORT_TIMEOUT_SECONDS: int(1, 24 * 3600),
+  OUTBOUND_ALLOW_LOOPBACK: bool,
   MAX_JSON_BODY_BYTES: int(1024),
   USERDATA_MAX_FILE_BYTES: int(1, 1024 * 1024 * 1024),
   USERDATA_MAX_ACCOUNT_BYTES: int(1),
@@ -208,6 +222,12 @@ export interface Config {
   signingSecret: string;
   signedUrlTtlSeconds: number;
   maxUploadBytes: number;
+  /** Resumable uploads: the largest file, and how long an unfinished one is kept. */
+  resumableUploads: { maxBytes: number; expirySeconds: number };
+  /** Imports by URL: the largest file and the time one may take. */
+  urlImports: { maxBytes: number; timeoutSeconds: number };
+  /** Outbound requests may reach loopback addresses (tests, `npm start`); never private ones. */
+  outboundAllowLoopback: boolean;
   maxJsonBodyBytes: number;
   /** v1 user data: bytes of one file, bytes and files of one account. */
   userdata: { maxFileBytes: number; maxAccountBytes: number; maxFiles: number };
@@ -352,6 +372,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     signingSecret: e.SIGNING_SECRET,
     signedUrlTtlSeconds: e.SIGNED_URL_TTL_SECONDS,
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
+    resumableUploads: { maxBytes: e.MAX_RESUMABLE_UPLOAD_BYTES, expirySeconds: e.RESUMABLE_UPLOAD_EXPIRY_SECONDS },
+    urlImports: { maxBytes: e.URL_IMPORT_MAX_BYTES, timeoutSeconds: e.URL_IMPORT_TIMEOUT_SECONDS },
+    outboundAllowLoopback: e.OUTBOUND_ALLOW_LOOPBACK,
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
     userdata: { maxFileBytes: e.USERDATA_MAX_FILE_BYTES, maxAccountBytes: e.USERDATA_MAX_ACCOUNT_BYTES, maxFiles: e.USERDATA_MAX_FILES },
     http: {

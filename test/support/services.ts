@@ -175,3 +175,46 @@ export class FaultProxy {
     await new Promise((resolve) => this.server?.close(resolve));
   }
 }
+
+/**
+ * An S3-compatible server of the suite's own (scripts/s3-test-server.mjs on a free port), for
+ * suites that need the multipart calls that script adds to s3rver (resumable uploads), whatever
+ * server TEST_S3_ENDPOINT names.
+ */
+export class PrivateS3 {
+  port = 0;
+  private child: ChildProcess | null = null;
+  private readonly dir = `/tmp/${uniqueName('cct_s3')}`;
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<this> {
+    this.port = await freePort();
+    mkdirSync(this.dir, { recursive: true });
+    const child = spawn(process.execPath, ['scripts/s3-test-server.mjs'], { env: { ...process.env, S3RVER_PORT: String(this.port), S3RVER_DIR: this.dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the S3 test server did not start')), 15_000);
+      child.stdout!.on('data', (d: Buffer) => {
+        if (d.toString().includes('"listening"')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once('exit', (code) => reject(new Error(`the S3 test server exited with ${code}`)));
+    });
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

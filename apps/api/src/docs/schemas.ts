@@ -216,6 +216,18 @@ const v2: Record<string, Schema> = {
       expires_in: { type: 'integer', minimum: 60, maximum: 604800 },
     },
   },
+  AssetFromUrl: {
+    type: 'object',
+    required: ['url'],
+    properties: {
+      url: { type: 'string', format: 'uri', description: 'http(s); fetched by the service.' },
+      file_path: { type: 'string', description: 'Defaults to the URL\'s last path segment. `models/<folder>/<name>` makes a model file.' },
+      content_type: { type: 'string' },
+      expected_hash: { type: 'string', pattern: '^blake3:[0-9a-f]{64}$' },
+      tags: { type: 'array', items: { type: 'string' } },
+      expires_in: { type: 'integer', minimum: 60, maximum: 604800 },
+    },
+  },
   Health: { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } },
   Readiness: {
     type: 'object',

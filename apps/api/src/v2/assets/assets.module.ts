@@ -3,12 +3,14 @@ import { AuthModule } from '../../auth/index.js';
 import { LimitsModule } from '../../limits/index.js';
 import { AssetsController } from './assets.controller.js';
 import { AssetsService } from './assets.service.js';
+import { ModelStorage } from './model-storage.js';
+import { UrlImports } from './url-import.js';
 import { UploadKeys } from './upload-keys.js';
 
 @Module({
   imports: [AuthModule, LimitsModule],
   controllers: [AssetsController],
-  providers: [AssetsService, UploadKeys],
-  exports: [AssetsService],
+  providers: [AssetsService, UploadKeys, ModelStorage, UrlImports],
+  exports: [AssetsService, UploadKeys],
 })
 export class AssetsModule {}
