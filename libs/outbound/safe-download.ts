@@ -32,13 +32,27 @@ export interface Download {
 }
 
 const MAX_REDIRECTS = 3;
-const LOOPBACK = ['127.0.0.0/8', '::1/128'];
 
-function agents(policy: OutboundPolicy): { http: http.Agent; https: https.Agent } {
+/**
+ * Loopback addresses a URL may reach when the policy allows loopback: only when it names a
+ * loopback host itself (`127.x.x.x`, `[::1]`, `localhost`); a name that merely resolves there is
+ * refused like any other private target. (Each family's range is listed only for hosts of that
+ * family: the library warns when it compares an address with a range of the other family.)
+ */
+function loopbackAllowed(url: URL, policy: OutboundPolicy): string[] {
+  if (!policy.allowLoopback) return [];
+  const host = url.hostname;
+  if (host === 'localhost') return ['::1', '127.0.0.0/8'];
+  if (host === '[::1]') return ['::1'];
+  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) return ['127.0.0.0/8'];
+  return [];
+}
+
+function agentFor(url: URL, policy: OutboundPolicy): http.Agent {
   // The address is checked once the name is looked up, on the socket that connects to it: a name
   // that resolves to a private address (DNS rebinding included) is refused at connect time.
-  const options = { allowIPAddressList: policy.allowLoopback ? LOOPBACK : [], keepAlive: false };
-  return { http: new RequestFilteringHttpAgent(options), https: new RequestFilteringHttpsAgent(options) };
+  const options = { allowIPAddressList: loopbackAllowed(url, policy), keepAlive: false };
+  return url.protocol === 'https:' ? new RequestFilteringHttpsAgent(options) : new RequestFilteringHttpAgent(options);
 }
 
 function checkUrl(url: URL, policy: OutboundPolicy): void {
@@ -77,11 +91,10 @@ export async function openDownload(raw: string, policy: OutboundPolicy, limits: 
   } catch {
     throw new OutboundError('scheme', 'url must be an absolute http(s) URL.');
   }
-  const { http: httpAgent, https: httpsAgent } = agents(policy);
   try {
     for (let hop = 0; ; hop++) {
       checkUrl(url, policy);
-      const response = await get(url, url.protocol === 'https:' ? httpsAgent : httpAgent, limits.signal);
+      const response = await get(url, agentFor(url, policy), limits.signal);
       const status = response.statusCode ?? 0;
       if (status >= 300 && status < 400 && response.headers.location) {
         response.resume();
