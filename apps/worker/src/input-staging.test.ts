@@ -7,7 +7,7 @@ import type { Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import { blake3Hex, type BlobStore } from '#libs/storage';
 import type { NodeDefinitions } from '#libs/workflow';
-import { isStagedName, removeStagedInputs, stageInputs, stagingFolder, StagingError, withoutStagedNames, type ApiWorkflow } from './input-staging.js';
+import { isStagedName, removeStagedInputs, removeStagingFolders, stageInputs, stagingFolder, StagingError, withoutStagedNames, type ApiWorkflow } from './input-staging.js';
 import { ModelCache } from './model-cache.js';
 
 const FOLDER = stagingFolder('secret-secret-secret', 'acct-1');
@@ -57,8 +57,6 @@ describe('stageInputs with model files', () => {
 
   test('links each file from the cache under the account\'s folder and rewrites names and embeddings', async () => {
     const { modelsDir, cache } = setup();
-    // A staging folder a crashed run left behind.
-    mkdirSync(path.join(modelsDir, 'loras', stagingFolder('secret-secret-secret', 'acct-9'), 'old'), { recursive: true });
     const staged = await stageInputs(workflow(), null, 'acct-1', FOLDER, db, store, engine, { cache, modelsDir });
     const loraName = `${FOLDER}/${blake3Hex(lora).slice(0, 16)}/styles/ink.safetensors`;
     const embName = `${FOLDER}/${blake3Hex(embedding).slice(0, 16)}/sub/glow.safetensors`;
@@ -76,6 +74,17 @@ describe('stageInputs with model files', () => {
     expect(existsSync(path.join(modelsDir, 'embeddings', FOLDER))).toBe(false);
     // The cache keeps its copy for the next job.
     expect(cache.has(blake3Hex(lora))).toBe(true);
+  });
+
+  test('a worker starting removes the staging folders a run that died left behind, and only those', async () => {
+    const { modelsDir } = setup();
+    mkdirSync(path.join(modelsDir, 'loras', stagingFolder('secret-secret-secret', 'acct-9'), 'old'), { recursive: true });
+    mkdirSync(path.join(modelsDir, 'embeddings', stagingFolder('secret-secret-secret', 'acct-1')), { recursive: true });
+    mkdirSync(path.join(modelsDir, 'loras', 'cloud-styles'), { recursive: true });
+    writeFileSync(path.join(modelsDir, 'loras', 'shared.safetensors'), 'x');
+    await removeStagingFolders(modelsDir);
+    expect(readdirSync(path.join(modelsDir, 'loras')).sort()).toEqual(['cloud-styles', 'shared.safetensors']);
+    expect(readdirSync(path.join(modelsDir, 'embeddings'))).toEqual([]);
   });
 
   test('fails clearly without the engine\'s model folder, and for an embedding input that is no embedding', async () => {

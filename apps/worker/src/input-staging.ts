@@ -239,8 +239,6 @@ async function stageModels(
     for (const h of held) h.release();
   };
   try {
-    // Left behind by a run that died: one worker drives one engine, so any staging folder there is stale.
-    await removeStagingFolders(models.modelsDir);
     const files = new Map<string, StagedModel>();
     for (const asset of assets) {
       const { folder: modelFolder, name } = parseModelPath(asset.filePath)!;
@@ -264,7 +262,11 @@ async function stageModels(
   }
 }
 
-/** Removes every account's staging folder from the engine's model folders. */
+/**
+ * Removes every account's staging folder from the engine's model folders: what a worker that died
+ * mid-job left there, removed when the worker starts (one worker drives one engine, and its
+ * models directory is its engine's alone).
+ */
 export async function removeStagingFolders(modelsDir: string): Promise<void> {
   if (!modelsDir) return;
   const folders = await readdir(modelsDir).catch(() => [] as string[]);
