@@ -2,7 +2,8 @@ import path from 'node:path';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
-import { ApiError, isStorableText, type AssetView } from '#libs/contracts';
+import { validateFilePath } from '#libs/assets';
+import { ApiError, type AssetView } from '#libs/contracts';
 import { openDownload, OutboundError } from '#libs/outbound';
 import type { StoredBlob } from '#libs/storage';
 import { CONFIG } from '../../core/tokens.js';
@@ -31,7 +32,7 @@ function nameFromUrl(url: URL): string {
   } catch {
     last = '';
   }
-  return last && isStorableText(last) && !/[\\/\u0000-\u001f]/.test(last) && last !== '.' && last !== '..' ? last : 'download.bin';
+  return last && !validateFilePath(last) && !last.includes('/') ? last : 'download.bin';
 }
 
 function importFailed(err: OutboundError): ApiError {
