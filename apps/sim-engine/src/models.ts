@@ -37,13 +37,16 @@ const FOLDERS: Array<[name: string, dirs: string[], extensions: string[] | null]
 
 export const MODEL_FOLDERS = FOLDERS.map(([name]) => name);
 
-/** Every file below `dir`, as paths relative to it with `/`, following links as the engine's os.walk does. */
-function filesBelow(dir: string): string[] {
+/**
+ * What lies below `dir`, as paths relative to it with `/`, sorted, following links as the engine's
+ * os.walk does (a link that leads nowhere is skipped): its files, or its directories.
+ */
+function below(dir: string, kind: 'files' | 'dirs'): string[] {
   const out: string[] = [];
   const walk = (sub: string): void => {
     let entries: string[];
     try {
-      entries = readdirSync(path.join(dir, sub));
+      entries = readdirSync(path.join(dir, sub)).sort();
     } catch {
       return;
     }
@@ -54,10 +57,12 @@ function filesBelow(dir: string): string[] {
       try {
         stats = statSync(path.join(dir, rel));
       } catch {
-        continue; // a link that leads nowhere
+        continue;
       }
-      if (stats.isDirectory()) walk(rel);
-      else if (stats.isFile()) out.push(rel);
+      if (stats.isDirectory()) {
+        if (kind === 'dirs') out.push(rel);
+        walk(rel);
+      } else if (stats.isFile() && kind === 'files') out.push(rel);
     }
   };
   walk('');
@@ -89,7 +94,7 @@ export class ModelFolders {
     const extensions = entry[2];
     const names = new Set<string>(folder === 'checkpoints' ? this.virtualCheckpoints : []);
     for (const dir of this.dirsOf(folder)) {
-      for (const f of filesBelow(dir)) if (extensions === null || extensions.includes(path.extname(f).toLowerCase())) names.add(f);
+      for (const f of below(dir, 'files')) if (extensions === null || extensions.includes(path.extname(f).toLowerCase())) names.add(f);
     }
     return [...names].sort();
   }
@@ -121,7 +126,7 @@ export class ModelFolders {
    */
   embeddingPath(name: string): string | null {
     const tops = this.dirsOf('embeddings').filter((d) => existsSync(d));
-    const dirs = tops.flatMap((top) => [top, ...filesBelowDirs(top).map((d) => path.join(top, d))]);
+    const dirs = tops.flatMap((top) => [top, ...below(top, 'dirs').map((d) => path.join(top, d))]);
     for (const dir of dirs) {
       const base = path.resolve(dir, name);
       if (!isInside(dir, base)) continue;
@@ -135,30 +140,4 @@ export class ModelFolders {
     }
     return null;
   }
-}
-
-/** Every directory below `dir`, relative, sorted. */
-function filesBelowDirs(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (sub: string): void => {
-    let entries: string[];
-    try {
-      entries = readdirSync(path.join(dir, sub));
-    } catch {
-      return;
-    }
-    for (const entry of entries.sort()) {
-      const rel = sub ? `${sub}/${entry}` : entry;
-      try {
-        if (statSync(path.join(dir, rel)).isDirectory()) {
-          out.push(rel);
-          walk(rel);
-        }
-      } catch {
-        // gone meanwhile
-      }
-    }
-  };
-  walk('');
-  return out;
 }
