@@ -40,11 +40,16 @@ function stopAll(code = 0) {
 process.on('SIGINT', () => stopAll(0));
 process.on('SIGTERM', () => stopAll(0));
 
-await start('sim-engine', 'dist/apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: enginePort });
-await start('worker', 'dist/apps/worker/src/main.js', { ENGINE_URL: env.ENGINE_URL ?? `http://127.0.0.1:${enginePort}` });
+// Tenants' model files: the worker links them from its cache into the engine's models folder,
+// both under .data/ (one file system, so hard links).
+const modelsDir = env.SIM_MODELS_DIR ?? '.data/engine-models';
+mkdirSync(modelsDir, { recursive: true });
+await start('sim-engine', 'dist/apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: enginePort, SIM_MODELS_DIR: modelsDir });
+await start('worker', 'dist/apps/worker/src/main.js', { ENGINE_URL: env.ENGINE_URL ?? `http://127.0.0.1:${enginePort}`, ENGINE_MODELS_DIR: env.ENGINE_MODELS_DIR ?? modelsDir });
 // A development stack takes calls from pages on any origin (a front end on its own dev server);
 // CORS_ALLOWED_ORIGINS, even empty, says otherwise. Production's default is no origin at all.
-await start('api', 'dist/apps/api/src/main.js', { API_PORT: apiPort, CORS_ALLOWED_ORIGINS: env.CORS_ALLOWED_ORIGINS ?? '*' });
+// Imports by URL may reach servers on this machine (a model hub mirror, a test server).
+await start('api', 'dist/apps/api/src/main.js', { API_PORT: apiPort, CORS_ALLOWED_ORIGINS: env.CORS_ALLOWED_ORIGINS ?? '*', OUTBOUND_ALLOW_LOOPBACK: env.OUTBOUND_ALLOW_LOOPBACK ?? 'true' });
 
 // The demo account is created once; its key is kept in .data/ (ignored by git) for later runs.
 const demoFile = '.data/demo-account.json';
