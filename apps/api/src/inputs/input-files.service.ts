@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { notExpired } from '#libs/assets';
 import type { Db } from '#libs/db';
+import { isStorableText } from '#libs/contracts';
 import type { EngineModels } from '#libs/jobs';
 import { EMBEDDINGS_FOLDER, MODELS_PREFIX, embeddingMentions, matchEmbedding, modelFilePath, parseModelPath } from '#libs/models';
 import { isAssetRef, type ApiWorkflow, type NodeDefinitions } from '#libs/workflow';
@@ -158,7 +159,8 @@ export class InputFiles {
       return { ...w, ref, plain, model: folder ? modelFilePath(folder, w.value) : null };
     });
     const hashes = [...new Set(refs.flatMap((r) => (r.ref?.kind === 'upload' ? [r.ref.hash] : [])))];
-    const names = [...new Set(refs.flatMap((r) => (r.plain !== null ? [r.plain] : r.model !== null ? [r.model] : [])))];
+    // A name PostgreSQL cannot store (a NUL byte) names no file; validation refuses it.
+    const names = [...new Set(refs.flatMap((r) => (r.plain !== null ? [r.plain] : r.model !== null ? [r.model] : [])))].filter(isStorableText);
     const [byHash, byName] = await Promise.all([this.assetsByHash(accountId, hashes), this.assetsByName(accountId, names)]);
     for (const r of refs) {
       // The account's model file of this name comes before any shared model.
