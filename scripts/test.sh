@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install.sh
 # Types and lint first: cheap, and a failure there is a failure of the suite.
 npx tsc -p tsconfig.json --noEmit
+npx tsc -p apps/console --noEmit
 npx eslint .
 
 # The asset tests compare our hashes with the reference b3sum tool.
