@@ -1,4 +1,5 @@
-import { getMetadata } from 'meta-png';
+// The package is CommonJS (UMD): its default export is the module, in Node and in the bundle alike.
+import metaPng from 'meta-png';
 
 const PNG = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
@@ -10,14 +11,14 @@ export function promptOfPng(bytes: Uint8Array): { ok: true; text: string } | { o
   if (bytes.length < 8 || PNG.some((b, i) => bytes[i] !== b)) return { ok: false, problem: 'This file is not a PNG.' };
   let text: string | undefined;
   try {
-    text = getMetadata(bytes, 'prompt');
+    text = metaPng.getMetadata(bytes, 'prompt');
   } catch {
     return { ok: false, problem: 'This PNG could not be read.' };
   }
   if (text === undefined) {
     const editorOnly = (() => {
       try {
-        return getMetadata(bytes, 'workflow') !== undefined;
+        return metaPng.getMetadata(bytes, 'workflow') !== undefined;
       } catch {
         return false;
       }

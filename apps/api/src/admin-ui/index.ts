@@ -12,6 +12,6 @@ import { mountQueueDashboard } from './queue-dashboard.js';
  */
 export async function mountBrowserPages(app: NestFastifyApplication, config: Config): Promise<void> {
   mountApiDocs(app, config);
-  await mountConsole(app, config);
+  mountConsole(app, config);
   await mountQueueDashboard(app, config);
 }

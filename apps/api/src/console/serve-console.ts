@@ -36,7 +36,7 @@ export function consoleCsp(config: Config): string {
 }
 
 /** Vite names what it builds under assets/ by a hash of the content: such a file never changes. */
-function cacheControlFor(path: string): string {
+export function cacheControlFor(path: string): string {
   return /[\\/]assets[\\/][^\\/]+-[A-Za-z0-9_-]{8,}\.[a-z0-9]+$/.test(path) ? 'public, max-age=31536000, immutable' : 'no-store';
 }
 
@@ -47,11 +47,12 @@ function cacheControlFor(path: string): string {
  * tab's sessionStorage. `/console` redirects to `/console/` so that the page's relative asset
  * links resolve under whatever prefix it was reached by.
  */
-export async function mountConsole(app: NestFastifyApplication, config: Config, dir = CONSOLE_DIR): Promise<void> {
+export function mountConsole(app: NestFastifyApplication, config: Config, dir = CONSOLE_DIR): void {
   const prefix = `${config.api.basePath}/console`;
   const csp = consoleCsp(config);
   const built = existsSync(`${dir}/index.html`);
-  await app.register(async (scope: FastifyInstance) => {
+  // Not awaited: the plugin loads with the others when the app starts, as the docs page's does.
+  void app.register(async (scope: FastifyInstance) => {
     // Relative, so the redirect keeps whatever prefix (a deployment's, a proxy's) the browser used.
     scope.get(prefix, (_request, reply) => reply.header('cache-control', 'no-store').redirect('console/', 308));
     if (!built) {
