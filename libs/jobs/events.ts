@@ -35,6 +35,31 @@ export function isStreamId(value: string): boolean {
   return ms <= MAX_ID_PART && seq <= MAX_ID_PART && !(ms === MAX_ID_PART && seq === MAX_ID_PART);
 }
 
+/**
+ * Event ids on the wire (SSE `id:`, Last-Event-ID). A logged event's id is its stream id with the
+ * sequence scaled by DERIVED_SLOTS (`ms-seq` becomes `ms-seq·2^20`; mostly `ms-0` either way). That
+ * leaves room, after each logged event, for the events a stream sends of its own between two logged
+ * ones (a queue position, a status read from the job's row): `ms-(seq·2^20 + n)`. So every event on
+ * a stream has its own id, ids still look like stream ids and sort as the events were sent, and a
+ * Last-Event-ID names the logged event it follows (parseEventId).
+ */
+const DERIVED_SLOTS = 2n ** 20n;
+
+/** The wire id of a logged event (`derived` 0), or of the `derived`-th event a stream sent after it. */
+export function eventIdOf(loggedId: string, derived = 0): string {
+  const [ms, seq] = loggedId.split('-').map(BigInt) as [bigint, bigint];
+  return `${ms}-${seq * DERIVED_SLOTS + BigInt(Math.min(derived, Number(DERIVED_SLOTS) - 1))}`;
+}
+
+/** A wire id: the logged event it is or follows, and how many events the stream sent after that one. */
+export function parseEventId(wire: string): { after: string; derived: number } | null {
+  if (!STREAM_ID.test(wire)) return null;
+  const [ms, seq] = wire.split('-').map(BigInt) as [bigint, bigint];
+  if (ms > MAX_ID_PART || seq > MAX_ID_PART) return null;
+  const after = `${ms}-${seq / DERIVED_SLOTS}`;
+  return isStreamId(after) ? { after, derived: Number(seq % DERIVED_SLOTS) } : null;
+}
+
 /** Orders two stream ids as the log does: negative when `a` came first. */
 export function compareStreamIds(a: string, b: string): number {
   const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];

@@ -75,6 +75,8 @@ export interface Outcome {
   engineMs?: number;
   /** The service's own failure (its store could not keep the outputs): the job costs nothing. */
   free?: boolean;
+  /** The run's execution messages as v1 clients were sent them ([type, data]), for v1 history. */
+  engineMessages?: Array<[string, unknown]> | null;
 }
 
 /**
@@ -99,6 +101,7 @@ export async function finishJob(
   const log = outcome.log ?? null;
   const progress = outcome.progress ? JSON.stringify(outcome.progress) : null;
   const engineMs = Math.max(0, Math.round(outcome.engineMs ?? 0));
+  const engineMessages = outcome.engineMessages ? JSON.stringify(outcome.engineMessages) : null;
   const rows = await db.$queryRaw<Record<string, unknown>[]>`
     WITH done AS (
       UPDATE jobs SET
@@ -111,6 +114,7 @@ export async function finishJob(
                         THEN greatest(0, floor(extract(epoch FROM (${now}::timestamptz - created_at)) * 1000))::int ELSE queue_ms END,
         error = CASE WHEN status = 'canceling' THEN error ELSE coalesce(${error}::jsonb, error) END,
         progress = coalesce(${progress}::jsonb, progress),
+        engine_messages = coalesce(${engineMessages}::jsonb, engine_messages),
         billed_ms = billed_ms + ${engineMs},
         charged_credits = CASE WHEN ${outcome.free === true} THEN 0
                                ELSE ceil((billed_ms + ${engineMs}) / 1000.0)::bigint * ${creditsPerSecond} END,

@@ -103,7 +103,8 @@ describe('a worker paused while its job is taken over', () => {
     })();
     expect(taken.workerId).not.toBe(first);
     expect(taken.attempts).toBe(2);
-    const events = new JobEventLog(new Redis(TEST_REDIS_URL), jobKeys(stack.redisPrefix), 60_000);
+    const redis = new Redis(TEST_REDIS_URL);
+    const events = new JobEventLog(redis, jobKeys(stack.redisPrefix), 60_000);
     const logged = await events.since(jobId);
 
     workers.get(first)!.child.kill('SIGCONT');
@@ -127,6 +128,7 @@ describe('a worker paused while its job is taken over', () => {
       outcome: `taken over on attempt ${after.attempts}; after resuming the first worker recorded ${after.outputs.length - taken.outputs.length} outputs and ${(await events.since(jobId)).length - logged.length} events; charged ${after.chargedCredits} credits for ${after.executionMs} ms since the first start`,
       held: true,
     });
+    redis.disconnect();
   }, 120_000);
 });
 

@@ -55,7 +55,8 @@ describe('worker driving the sim-engine', () => {
     expect(out).toMatchObject({ nodeId: '9', type: 'image', engineKey: 'images', engineType: 'output' });
     expect(out.asset.contentType).toBe('image/png');
     // The same bytes the engine serves for that output, but for the prompt it embeds: the tenant's.
-    const engineBytes = await asTenantPng(await bytesOf(await new EngineClient(engine.url).view({ filename: out.name, subfolder: '', type: 'output' })), withSeed(42));
+    const sent = (await stack.db.$queryRaw<{ w: string }[]>`SELECT workflow::text AS w FROM jobs WHERE id = ${jobId}::uuid`)[0]!.w;
+    const engineBytes = await asTenantPng(await bytesOf(await new EngineClient(engine.url).view({ filename: out.name, subfolder: '', type: 'output' })), JSON.parse(sent));
     const { S3BlobStoreProbe } = await import('../support/blobs.js');
     const storedBytes = await S3BlobStoreProbe.read(stack, out.asset.blobHash);
     expect(storedBytes.equals(engineBytes)).toBe(true);

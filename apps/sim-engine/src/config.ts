@@ -32,8 +32,6 @@ export interface SimConfig {
    * nodes: the engine only notices an interrupt between nodes or at a progress update.
    */
   nodeDelays: Record<string, number>;
-  /** KSampler preview encoding; the engine uses JPEG, PNG is much cheaper to produce here */
-  previewFormat: 'PNG' | 'JPEG';
 }
 
 function parseNodeDelays(v: string | undefined): Record<string, number> {
@@ -78,6 +76,5 @@ export function resolveConfig(options: Partial<SimConfig> = {}, env: NodeJS.Proc
     maxUploadSize: options.maxUploadSize ?? num(env.SIM_MAX_UPLOAD_SIZE, 100 * 1024 * 1024),
     logToStderr: options.logToStderr ?? env.SIM_LOG_STDERR !== '0',
     nodeDelays: options.nodeDelays ?? parseNodeDelays(env.SIM_NODE_DELAYS),
-    previewFormat: options.previewFormat ?? (env.SIM_PREVIEW_FORMAT?.toUpperCase() === 'JPEG' ? 'JPEG' : 'PNG'),
   };
 }

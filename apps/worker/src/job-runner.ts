@@ -105,6 +105,8 @@ export class JobRunner {
    * up the attempts of every queued job in the seconds an engine takes to restart.
    */
   lostEngine = false;
+  /** The history messages v1 clients were sent of the current run, stored with its ending (v1 history). */
+  private runMessages: () => Array<[string, unknown]> = () => [];
 
   constructor(private readonly d: RunnerDeps) {}
 
@@ -190,7 +192,7 @@ export class JobRunner {
       if (latest?.status === 'canceling') ending = { outcome: { status: 'canceled', engineMs: ending.engineMs } };
       else ending = { outcome: { status: 'failed', error: { code: ending.code ?? 'engine_unavailable', message: ending.handBack }, engineMs: ending.engineMs } };
     }
-    const done = await finishJob(db, job.id, ending.outcome, config.jobs.creditsPerSecond, new Date(), lease);
+    const done = await finishJob(db, job.id, { ...ending.outcome, engineMessages: this.runMessages() }, config.jobs.creditsPerSecond, new Date(), lease);
     if (done) {
       jobExecutionObserved(done.status, (done.executionMs ?? 0) / 1000);
       const error = ending.outcome.error;
@@ -216,6 +218,7 @@ export class JobRunner {
   private async execute(run: Run, promptId: string, extraData: Promise<Record<string, unknown> | null>): Promise<Ending> {
     const { db, store, engine, config } = this.d;
     const { job, log: jobLog } = run;
+    this.runMessages = () => [];
     const workflow = job.workflow as unknown as ApiWorkflow;
     const submitted = (job.submittedWorkflow ?? null) as ApiWorkflow | null;
     let inputs: StagedInputs;
@@ -307,7 +310,7 @@ export class JobRunner {
       outputs: (nodeId, reported: ReportedOutput[], message) => {
         enqueue(async () => {
           const refs: Record<string, unknown[]> = {};
-          const original = ((message.data as { output?: Record<string, unknown[]> }).output ?? {}) as Record<string, unknown[]>;
+          const original = ((message?.data as { output?: Record<string, unknown[]> } | undefined)?.output ?? {}) as Record<string, unknown[]>;
           for (const [key, list] of Object.entries(original)) refs[key] = Array.isArray(list) ? [...list] : list;
           for (const item of reported) {
             const saved = await outputs.save(job, nodeId, item);
@@ -315,7 +318,8 @@ export class JobRunner {
             if (item.kind === 'file' && Array.isArray(refs[item.key])) refs[item.key]![item.index] = saved.v1Ref;
           }
           // Not waited for, like the other forwarded messages: the connection keeps their order.
-          void forwardV1({ type: 'executed', data: { ...(message.data as object), output: refs } }).catch((err: Error) => jobLog('warn', 'executed message not forwarded', { err: err.message }));
+          // Images sent only over the socket came with no `executed` (message null): none to forward.
+          if (message) void forwardV1({ type: 'executed', data: { ...(message.data as object), output: refs } }).catch((err: Error) => jobLog('warn', 'executed message not forwarded', { err: err.message }));
         });
       },
       // In line behind any output still being stored, but not waited for: commands on one Redis
@@ -330,6 +334,9 @@ export class JobRunner {
         }),
     });
 
+    // What forwardV1 sent of them: the v1 history is what the socket had.
+    // History keeps what the socket was sent: the tenant's view of each message.
+    this.runMessages = () => ctx.historyMessages.map((m) => withJobPromptId(tenantMessage(m), job.id)).map(({ type, data }) => [type, data]);
     const onMessage = (m: EngineMessage) => ctx.onMessage(m);
     const onBinary = (f: Parameters<typeof ctx.onBinary>[0]) => ctx.onBinary(f);
     socket.on('message', onMessage);

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { blobRow, blobSurvived, discardUnrecordedBytes, underBlobLock } from '#libs/assets';
+import { blobRow, blobSurvived, bytesNewToAccount, discardUnrecordedBytes, underBlobLock } from '#libs/assets';
 import type { Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import { leaseToken, type JobEventLog, type RunLease } from '#libs/jobs';
 import { outputBytesObserved } from '#libs/metrics';
 import type { BlobStore, StoredBlob } from '#libs/storage';
-import { contentTypeFor, outputType, type ReportedOutput } from './output-kinds.js';
+import { contentTypeFor, outputName, outputType, type ReportedOutput } from './output-kinds.js';
 import type { Log } from './worker-process.js';
 
 export interface StoredOutput {
@@ -45,7 +45,7 @@ export class OutputStore {
   ) {}
 
   async save(job: { id: string; accountId: string; expiresAt: Date; attempts: number }, nodeId: string, output: ReportedOutput): Promise<StoredOutput> {
-    const name = output.kind === 'file' ? output.ref.filename : `${nodeId}_${output.key}_${output.index}.txt`;
+    const name = outputName(nodeId, output);
     // Only a job run again can already have this output (stored by the earlier attempt).
     const existing =
       job.attempts > 1
@@ -63,6 +63,10 @@ export class OutputStore {
           if (output.kind === 'text') {
             reportedType = 'text/plain; charset=utf-8';
             return await this.store.put(Readable.from([Buffer.from(output.text, 'utf8')]));
+          }
+          if (output.kind === 'bytes') {
+            reportedType = output.contentType;
+            return await this.store.put(Readable.from([output.data]));
           }
           const view = await this.engine.viewWithInfo(output.ref);
           reportedType = view.contentType;
@@ -83,7 +87,7 @@ export class OutputStore {
     // Only bytes actually written count: a deduplicated copy adds nothing to storage.
     if (stored.created) outputBytesObserved(stored.sizeBytes);
 
-    const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : contentTypeFor(name, reportedType);
+    const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : output.kind === 'bytes' ? output.contentType : contentTypeFor(name, reportedType);
     const type = outputType(output.key, name, contentType);
     // Blob, asset and job output in one statement: all three exist, or none does. Under the blob's
     // lock: a deletion of the same bytes' last record then cannot fail on this reference.
@@ -98,8 +102,9 @@ export class OutputStore {
         SELECT 1 FROM jobs WHERE id = ${job.id}::uuid AND status IN ('running', 'canceling')
           AND worker_id = ${this.lease.workerId} AND attempts = ${this.lease.attempt}
       ), asset AS (
-        INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at)
-        SELECT ${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt} FROM held
+        INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at, created_new)
+        SELECT ${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt},
+               ${bytesNewToAccount(job.accountId, stored.hash)} FROM held
         RETURNING id
       )
       INSERT INTO job_outputs (job_id, asset_id, node_id, type, engine_key, engine_type, name)

@@ -3,14 +3,14 @@ import { encodePreviewImageFrame, encodePreviewImageWithMetadataFrame, encodeTex
 import type { AccountMessage, PublishedJobEvent } from '#libs/jobs';
 import type { EventFanout } from '../../jobs/event-fanout.js';
 import type { JobScope } from '../../jobs/job-views.service.js';
-import { cloudExceptionType } from '../jobs/v1-status.js';
+import { cloudEnding } from '../jobs/v1-status.js';
 import type { ClientSocket } from './client-socket.js';
 
 export interface FeedDeps {
   fanout: EventFanout;
   /** The scope's jobs waiting or running, the engine's `queue_remaining`. */
   queueRemaining(scope: JobScope, excluding?: string): Promise<number>;
-  job(jobId: string): Promise<Pick<Job, 'status' | 'error' | 'startedAt' | 'attempts' | 'deploymentId'> | null>;
+  job(jobId: string): Promise<Pick<Job, 'id' | 'status' | 'error' | 'progress' | 'startedAt' | 'completedAt' | 'updatedAt' | 'attempts' | 'deploymentId'> | null>;
   /** Client ids of the account that asked for its log lines (`PATCH /internal/logs/subscribe`). */
   logSubscribers(accountId: string): Promise<Set<string>>;
   /** The log lines a job wrote, kept with it when it ended. */
@@ -138,11 +138,9 @@ export class AccountFeed {
     const data = message.data;
     const promptId = typeof data.prompt_id === 'string' ? data.prompt_id : null;
     if (message.type === 'execution_start' && promptId) this.started.add(promptId);
-    let text = m.text;
-    if (message.type === 'execution_error') {
-      text = JSON.stringify({ type: message.type, data: { ...data, exception_type: cloudExceptionType(null, String(data.exception_type ?? ''), data.node_type as string | null) } });
-    }
-    for (const s of this.sockets) s.sendText(text);
+    // As the worker forwarded it, which is what the job's v1 history keeps: `execution_error` with
+    // the engine's own exception type.
+    for (const s of this.sockets) s.sendText(m.text);
     if (!TERMINAL_MESSAGES.has(message.type) || !promptId) return;
     // Clients read the history on the closing `executing {node: null}`, as the engine writes it
     // before sending that. Ours is written when the worker stores the job's end, just after this
@@ -217,27 +215,11 @@ export class AccountFeed {
     // The engine's own ending went out already: only the closing is left.
     if (this.finishing.has(e.jobId)) return this.closePrompt(e.jobId);
     const job = await this.deps.job(e.jobId);
-    const timestamp = Date.now();
-    if ((status === 'failed' || status === 'expired') && job) {
-      const error = (job.error ?? {}) as { message?: string; node_id?: string | null; class_type?: string | null; traceback?: string | null };
-      const message = error.message ?? (status === 'expired' ? 'The job did not finish in time.' : 'The job failed.');
-      this.broadcast('execution_error', {
-        prompt_id: e.jobId,
-        timestamp,
-        node_id: error.node_id ?? null,
-        node_type: error.class_type ?? null,
-        executed: [],
-        exception_message: message,
-        exception_type: cloudExceptionType(job.error),
-        traceback: error.traceback ? [error.traceback] : [],
-        current_inputs: {},
-        current_outputs: {},
-      });
-      this.broadcast('notification', { value: message, prompt_id: e.jobId });
-      return this.closePrompt(e.jobId);
-    }
-    if (status === 'canceled' && this.started.has(e.jobId)) {
-      this.broadcast('execution_interrupted', { prompt_id: e.jobId, timestamp, node_id: null, node_type: null, executed: [] });
+    const ending = job ? cloudEnding(job, this.started.has(e.jobId)) : null;
+    if (ending) {
+      const [type, data] = ending;
+      this.broadcast(type, data);
+      if (type === 'execution_error') this.broadcast('notification', { value: data.exception_message, prompt_id: e.jobId });
       return this.closePrompt(e.jobId);
     }
     this.ended.add(e.jobId);

@@ -72,7 +72,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
       fanout,
       queueRemaining: (scope, excluding) =>
         db.job.count({ where: { ...scopeWhere(scope), status: { in: ['queued', 'running', 'canceling'] }, ...(excluding ? { id: { not: excluding } } : {}) } }),
-      job: (jobId) => db.job.findUnique({ where: { id: jobId }, select: { status: true, error: true, startedAt: true, attempts: true, deploymentId: true } }),
+      job: (jobId) => db.job.findUnique({ where: { id: jobId }, select: { id: true, status: true, error: true, progress: true, startedAt: true, completedAt: true, updatedAt: true, attempts: true, deploymentId: true } }),
       logSubscribers: (accountId) => logs.subscribers(accountId),
       jobLog: (jobId) => logs.ofJob(jobId),
     };

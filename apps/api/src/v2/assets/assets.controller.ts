@@ -84,8 +84,8 @@ export class AssetsController {
     @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<AssetView> {
-    const { view, createdNew } = await this.assets.fromHash(account, requireJsonObject(request, body), request);
-    reply.status(createdNew ? 201 : 200);
+    const { view, created } = await this.assets.fromHash(account, requireJsonObject(request, body), request);
+    reply.status(created ? 201 : 200);
     return view;
   }
 
@@ -100,7 +100,7 @@ export class AssetsController {
   @AssetDocs.get()
   async get(@CurrentAccount() account: Account, @Param('id', new UuidPipe('asset')) id: string, @Req() request: FastifyRequest): Promise<AssetView> {
     const asset = await this.assets.find(account, id);
-    return this.assets.view(asset, asset.blob.sizeBytes, false, request);
+    return this.assets.view(asset, asset.blob.sizeBytes, request);
   }
 
   @Delete(':id')
