@@ -72,7 +72,7 @@ export class AssetsController {
   async listAssets(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest) {
     const q = this.list.parse(query, account.id);
     const rows = await this.list.page(account.id, q);
-    const views = await Promise.all(rows.slice(0, q.limit).map((a) => this.assets.view(a, a.blob.sizeBytes, false, request)));
+    const views = await Promise.all(rows.slice(0, q.limit).map((a) => this.assets.view(a, a.blob.sizeBytes, request)));
     return pageOf(rows, q.limit, views, (last) => this.list.nextCursor(account.id, last));
   }
 
