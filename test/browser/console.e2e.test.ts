@@ -182,6 +182,8 @@ describe('the tenant console in headless Chromium', () => {
     expect(await errors.textContent()).toContain('sampler_name');
     expect(await page.locator('.node-errors').count()).toBe(1);
     expect(page.url()).toMatch(/#\/submit$/);
+    // The service's message lists every allowed sampler in one unbroken line: it wraps.
+    expect(await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth - (globalThis as any).innerWidth)).toBeLessThanOrEqual(0);
     await shot('validation-error');
   });
 
@@ -276,21 +278,6 @@ describe('the tenant console in headless Chromium', () => {
     expect(await failure.textContent()).toContain('refused the input on content-policy grounds');
   });
 
-  it('signs out, and shows a second tenant none of the first one\'s jobs or assets', async () => {
-    await page.getByRole('button', { name: 'Sign out' }).click();
-    await page.getByLabel('API key').waitFor();
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
-    await signIn(bob.key);
-    await page.getByText('No jobs yet.').waitFor();
-    expect(await page.locator('table.jobs').count()).toBe(0);
-    await page.goto(`${origin}/console/#/assets`);
-    await page.getByText('No assets here yet.').waitFor();
-    const html = await page.content();
-    expect(html).not.toContain(imageJob);
-    await page.goto(`${origin}/console/#/jobs/${imageJob}`);
-    await page.getByRole('alert').filter({ hasText: 'not_found' }).waitFor();
-  });
-
   it('is usable at phone width and labels every control', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     for (const route of ['jobs', 'submit', 'assets', 'account', 'router']) {
@@ -315,6 +302,21 @@ describe('the tenant console in headless Chromium', () => {
       await shot('phone-jobs');
     }
     await page.setViewportSize(WIDE);
+  });
+
+  it('signs out, and shows a second tenant none of the first one\'s jobs or assets', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await signIn(bob.key);
+    await page.getByText('No jobs yet.').waitFor();
+    expect(await page.locator('table.jobs').count()).toBe(0);
+    await page.goto(`${origin}/console/#/assets`);
+    await page.getByText('No assets here yet.').waitFor();
+    const html = await page.content();
+    expect(html).not.toContain(imageJob);
+    await page.goto(`${origin}/console/#/jobs/${imageJob}`);
+    await page.getByRole('alert').filter({ hasText: 'not_found' }).waitFor();
   });
 
   it('reached nothing beyond the API\'s origin', () => {
