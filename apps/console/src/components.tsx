@@ -103,3 +103,24 @@ export function DropZone({ label, accept, multiple, onFiles, hint }: { label: st
     </div>
   );
 }
+
+/** A table that scrolls sideways on a narrow screen instead of widening the page. */
+export function DataTable({ name, caption, columns, children }: { name: string; caption?: string; columns: ComponentChildren[]; children: ComponentChildren }) {
+  return (
+    <div class="table-wrap">
+      <table class={name}>
+        {caption ? <caption class="visually-hidden">{caption}</caption> : null}
+        <thead>
+          <tr>
+            {columns.map((c, i) => (
+              <th key={i} scope="col">
+                {c}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}

@@ -14,6 +14,18 @@ export const ROUTER_ERROR_TYPES = ROUTER_BUCKETS;
 
 const ROUTER_SEGMENT = '^[a-z0-9]+([._-][a-z0-9]+)*$';
 
+/** One page of a v2 list: `has_more` says whether to follow `next_cursor`. */
+const pageOf = (item: string): Schema => ({
+  type: 'object',
+  required: ['data', 'has_more', 'limit'],
+  properties: {
+    data: { type: 'array', items: ref(item) },
+    has_more: { type: 'boolean' },
+    next_cursor: { type: 'string', description: 'Opaque; pass as `cursor` for the next page.' },
+    limit: { type: 'integer', minimum: 1, maximum: 100 },
+  },
+});
+
 const v2: Record<string, Schema> = {
   ErrorCode: {
     type: 'string',
@@ -124,16 +136,7 @@ const v2: Record<string, Schema> = {
       urls: ref('JobUrls'),
     },
   },
-  JobList: {
-    type: 'object',
-    required: ['data', 'has_more', 'limit'],
-    properties: {
-      data: { type: 'array', items: ref('Job') },
-      has_more: { type: 'boolean' },
-      next_cursor: { type: 'string', description: 'Opaque; pass as `cursor` for the next page.' },
-      limit: { type: 'integer', minimum: 1, maximum: 100 },
-    },
-  },
+  JobList: pageOf('Job'),
   Workflow: {
     type: 'object',
     description: 'The engine API format: node id to `{class_type, inputs, _meta?}`. An input is a literal, a link `[node_id, output_index]`, or an asset reference `{"__type": "core/ASSET", "info": {"id": "<asset uuid>"}}`.',
@@ -194,16 +197,7 @@ const v2: Record<string, Schema> = {
       job_id: nullable('string', { description: 'The job that produced it, for outputs.' }),
     },
   },
-  AssetList: {
-    type: 'object',
-    required: ['data', 'has_more', 'limit'],
-    properties: {
-      data: { type: 'array', items: ref('Asset') },
-      has_more: { type: 'boolean' },
-      next_cursor: { type: 'string', description: 'Opaque; pass as `cursor` for the next page.' },
-      limit: { type: 'integer', minimum: 1, maximum: 100 },
-    },
-  },
+  AssetList: pageOf('Asset'),
   LedgerEntry: {
     type: 'object',
     required: ['id', 'amount', 'reason', 'ref', 'created_at'],
@@ -255,17 +249,7 @@ const v2: Record<string, Schema> = {
           window_seconds: { type: 'integer' },
         },
       },
-      charges: {
-        type: 'object',
-        required: ['data', 'has_more', 'limit'],
-        description: 'The credit ledger, newest first: one page.',
-        properties: {
-          data: { type: 'array', items: ref('LedgerEntry') },
-          has_more: { type: 'boolean' },
-          next_cursor: { type: 'string', description: 'Opaque; pass as `cursor` for the next page.' },
-          limit: { type: 'integer', minimum: 1, maximum: 100 },
-        },
-      },
+      charges: { ...pageOf('LedgerEntry'), description: 'The credit ledger, newest first: one page.' },
     },
   },
   AssetUpload: {

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { account, type Account, type LedgerEntry } from '../api.js';
-import { Failure, PageTitle } from '../components.js';
+import { DataTable, Failure, PageTitle } from '../components.js';
 import { shortId, when } from '../format.js';
 import { href } from '../route.js';
 
@@ -87,25 +87,12 @@ export function AccountPage() {
       </dl>
       <section aria-labelledby="limits-h">
         <h2 id="limits-h">Limits and usage now</h2>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Limit</th>
-                <th scope="col">In use</th>
-                <th scope="col">
-                  <span class="visually-hidden">Share</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              <Usage label="Jobs running at once" used={usage.running_jobs} limit={limits.max_concurrent_jobs} />
-              <Usage label="Jobs queued" used={usage.queued_jobs} limit={limits.max_queued_jobs} />
-              <Usage label="Open event streams" used={usage.open_event_streams} limit={limits.max_event_streams} />
-              <Usage label="Requests this minute" used={usage.requests_this_minute} limit={limits.requests_per_minute} />
-            </tbody>
-          </table>
-        </div>
+        <DataTable name="usage" columns={['Limit', 'In use', <span class="visually-hidden">Share</span>]}>
+          <Usage label="Jobs running at once" used={usage.running_jobs} limit={limits.max_concurrent_jobs} />
+          <Usage label="Jobs queued" used={usage.queued_jobs} limit={limits.max_queued_jobs} />
+          <Usage label="Open event streams" used={usage.open_event_streams} limit={limits.max_event_streams} />
+          <Usage label="Requests this minute" used={usage.requests_this_minute} limit={limits.requests_per_minute} />
+        </DataTable>
         <p>
           Model router: {router.enabled ? `enabled; up to ${router.max_concurrent_calls} calls at once, ${router.window_calls} calls per ${router.window_seconds} s, at most ${router.spend_cap_cents} ¢ committed at a time.` : 'not enabled for this account.'}
         </p>
@@ -114,30 +101,18 @@ export function AccountPage() {
         <h2 id="charges-h">Recent charges and grants</h2>
         {charges.length === 0 ? <p>No entries yet.</p> : null}
         {charges.length ? (
-          <div class="table-wrap">
-            <table class="charges">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Amount</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">For</th>
-                </tr>
-              </thead>
-              <tbody>
-                {charges.map((c) => (
-                  <tr key={c.id}>
-                    <td>{when(c.created_at)}</td>
-                    <td class={c.amount < 0 ? 'negative' : 'positive'}>{c.amount > 0 ? `+${c.amount}` : c.amount}</td>
-                    <td>{c.reason}</td>
-                    <td>
-                      <ChargeRef entry={c} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable name="charges" columns={['When', 'Amount', 'Reason', 'For']}>
+            {charges.map((c) => (
+              <tr key={c.id}>
+                <td>{when(c.created_at)}</td>
+                <td class={c.amount < 0 ? 'negative' : 'positive'}>{c.amount > 0 ? `+${c.amount}` : c.amount}</td>
+                <td>{c.reason}</td>
+                <td>
+                  <ChargeRef entry={c} />
+                </td>
+              </tr>
+            ))}
+          </DataTable>
         ) : null}
         {cursor ? (
           <button type="button" onClick={more}>

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { JOB_STATUSES, isTerminal, jobs, type Job } from '../api.js';
-import { Failure, PageTitle, StatusBadge, usePolling } from '../components.js';
+import { DataTable, Failure, PageTitle, StatusBadge, usePolling } from '../components.js';
 import { percent, shortId, when } from '../format.js';
 import { href, navigate } from '../route.js';
 
@@ -82,39 +82,25 @@ export function Jobs({ status }: { status: string }) {
       <Failure error={error} />
       {loaded && list.length === 0 ? <p>No jobs{status ? ` with status ${status}` : ''} yet.</p> : null}
       {list.length > 0 ? (
-        <div class="table-wrap">
-          <table class="jobs">
-            <caption class="visually-hidden">Your jobs, newest first; updated every two seconds</caption>
-            <thead>
-              <tr>
-                <th scope="col">Job</th>
-                <th scope="col">Status</th>
-                <th scope="col">Progress</th>
-                <th scope="col">Outputs</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((j) => (
-                <tr key={j.id} data-job-id={j.id}>
-                  <td>
-                    <a href={href(`jobs/${j.id}`)}>
-                      <code>{shortId(j.id)}</code>
-                      <span class="visually-hidden"> (job {j.id})</span>
-                    </a>
-                  </td>
-                  <td>
-                    <StatusBadge status={j.status} />
-                    {j.queue_position !== null && !isTerminal(j.status) ? <span class="muted"> #{j.queue_position + 1} in line</span> : null}
-                  </td>
-                  <td>{j.progress ? percent(j.progress.value) : '—'}</td>
-                  <td>{j.outputs.length}</td>
-                  <td>{when(j.created_at)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable name="jobs" caption="Your jobs, newest first; updated every two seconds" columns={['Job', 'Status', 'Progress', 'Outputs', 'Created']}>
+          {list.map((j) => (
+            <tr key={j.id} data-job-id={j.id}>
+              <td>
+                <a href={href(`jobs/${j.id}`)}>
+                  <code>{shortId(j.id)}</code>
+                  <span class="visually-hidden"> (job {j.id})</span>
+                </a>
+              </td>
+              <td>
+                <StatusBadge status={j.status} />
+                {j.queue_position !== null && !isTerminal(j.status) ? <span class="muted"> #{j.queue_position + 1} in line</span> : null}
+              </td>
+              <td>{j.progress ? percent(j.progress.value) : '—'}</td>
+              <td>{j.outputs.length}</td>
+              <td>{when(j.created_at)}</td>
+            </tr>
+          ))}
+        </DataTable>
       ) : null}
       {cursor ? (
         <button type="button" onClick={more}>
