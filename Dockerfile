@@ -22,6 +22,8 @@ COPY . .
 # The router catalog may not exist in every checkout: mkdir lets the runtime stage copy it anyway.
 RUN node scripts/prisma-generate.mjs \
  && npx tsc -p tsconfig.build.json \
+ && npx vite build apps/console \
+ && test -f dist/console/index.html \
  && test -f dist/apps/api/src/main.js \
  && test -f dist/apps/worker/src/main.js \
  && test -f dist/apps/sim-engine/src/main.js \

@@ -10,6 +10,7 @@ const env = process.env;
 const enginePort = env.SIM_ENGINE_PORT ?? '8188';
 // The API's own default: 8080, or 8189 for the self-hosted surface (next to an engine on 8188).
 const apiPort = String(loadConfig(env).api.port);
+const basePath = loadConfig(env).api.basePath;
 const children = [];
 
 function start(name, entry, extra) {
@@ -62,6 +63,7 @@ const workflow = JSON.stringify({ workflow: JSON.parse(readFileSync('test/fixtur
 writeFileSync('.data/demo-request.json', workflow);
 process.stdout.write(`
 Comfy Cloud is running at ${base}
+  console:      ${base}${basePath}/console/  (sign in with the API key below)
   demo account: ${demo.account_id}
   API key:      ${demo.api_key}
 
@@ -70,3 +72,16 @@ Run the stock text-to-image workflow and wait for it:
 
 Ctrl-C stops everything.
 `);
+
+// A new user who opens the console and signs in sees a finished job at once: the demo account gets
+// the stock workflow's job whenever it has none (the first start, or once the last one expired).
+try {
+  const headers = { authorization: `Bearer ${demo.api_key}`, 'content-type': 'application/json' };
+  const listed = await (await fetch(`${base}${basePath}/api/v2/jobs?limit=1`, { headers })).json();
+  if (Array.isArray(listed.data) && listed.data.length === 0) {
+    const job = await (await fetch(`${base}${basePath}/api/v2/jobs`, { method: 'POST', headers: { ...headers, prefer: 'wait=60' }, body: workflow })).json();
+    if (job.id) process.stdout.write(`The demo job ${job.id} is ${job.status}: ${base}${basePath}/console/#/jobs/${job.id}\n`);
+  }
+} catch (err) {
+  process.stdout.write(`The demo job was not submitted (${err.message}); submit one with the curl line above.\n`);
+}

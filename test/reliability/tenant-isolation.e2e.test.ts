@@ -35,6 +35,10 @@ const NOT_TENANT_SCOPED: Record<string, string> = {
   'HEAD /readyz': 'readiness probe',
   'GET /metrics': 'Prometheus scrape; no account labels',
   'HEAD /metrics': 'Prometheus scrape; no account labels',
+  'GET /console': 'redirect to the tenant console page',
+  'HEAD /console': 'redirect to the tenant console page',
+  'GET /console/*': "the tenant console's static files; the page asks for a key and reads only through the public routes",
+  'HEAD /console/*': "the tenant console's static files",
   'GET /docs/*': 'the API reference page and its assets',
   'HEAD /docs/*': 'the API reference page and its assets',
   'GET /api/features': 'static server features',
@@ -157,6 +161,8 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     idemKey: `a-key-${randomUUID()}`,
     idemJob: '',
     cursor: '',
+    assetCursor: '',
+    accountCursor: '',
     jobIds: [] as string[],
     routerKey: `a-router-${randomUUID()}`,
     routerBody: { prompt: 'a red fox' },
@@ -246,6 +252,9 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     expect(idem.status).toBe(201);
     A.idemJob = idem.body.id;
     A.cursor = (await v2(a.key, '/api/v2/jobs?limit=1')).body.next_cursor;
+    A.assetCursor = (await v2(a.key, '/api/v2/assets?limit=1')).body.next_cursor;
+    await stack.accounts.addCredits(a.id, 1n);
+    A.accountCursor = (await v2(a.key, '/api/v2/account?limit=1')).body.charges.next_cursor;
 
     const running = await v2(a.key, '/api/v2/jobs', jsonInit('POST', { workflow: slowJob(300_000) }));
     A.running = running.body.id;
@@ -352,6 +361,47 @@ describe('tenant isolation: account B learns nothing of account A and changes no
             },
             status: 422,
           })),
+        ];
+      },
+    },
+    {
+      family: 'v2 asset list: contents, by kind, and A\'s page cursor',
+      routes: ['GET /api/v2/assets', 'HEAD /api/v2/assets'],
+      probes: () => [
+        same('GET /api/v2/assets (B vs a fresh account)', (who) => v2(who.key, '/api/v2/assets?limit=100')),
+        same('HEAD /api/v2/assets', (who) => v2(who.key, '/api/v2/assets', { method: 'HEAD' })),
+        same('GET /api/v2/assets?kind=output', (who) => v2(who.key, '/api/v2/assets?kind=output')),
+        ...read('/api/v2/assets?cursor=A\'s cursor', (c, m) => v2(B.key, `/api/v2/assets?cursor=${encodeURIComponent(c)}`, { method: m }), () => A.assetCursor, () => forge(A.assetCursor), 400),
+      ],
+    },
+    {
+      family: 'v2 account: balance, ledger, limits and usage are the caller\'s own; A\'s ledger cursor',
+      routes: ['GET /api/v2/account', 'HEAD /api/v2/account'],
+      probes: () => {
+        // B and C differ in their ids, names and times; what either could learn of A would show
+        // in the rest: the balance, the ledger's entries, the usage counts.
+        const accountView = async (who: typeof B) => {
+          const r = await v2(who.key, '/api/v2/account?limit=100');
+          const b = r.body;
+          return {
+            status: r.status,
+            ownId: b.id === who.id,
+            mentionsA: [A.account.id, ...A.jobIds].some((v) => r.text.includes(v)),
+            balance: b.credit_balance,
+            charges: b.charges.data.map((e: { amount: number; reason: string; ref: string | null }) => [e.amount, e.reason, e.ref]),
+            usage: { running: b.usage.running_jobs, queued: b.usage.queued_jobs },
+            limits: b.limits,
+            router: b.router,
+          };
+        };
+        const accountHead = async (who: typeof B) => {
+          const r = await v2(who.key, '/api/v2/account', { method: 'HEAD' });
+          return { status: r.status, contentType: r.headers.get('content-type'), body: r.text };
+        };
+        return [
+          { what: 'GET /api/v2/account (B vs a fresh account)', theirs: () => accountView(B), unknown: () => accountView(C), status: 200 },
+          { what: 'HEAD /api/v2/account (its length is that of the caller\'s own name and figures)', theirs: () => accountHead(B), unknown: () => accountHead(C), status: 200 },
+          ...read('/api/v2/account?cursor=A\'s ledger cursor', (c, m) => v2(B.key, `/api/v2/account?cursor=${encodeURIComponent(c)}`, { method: m }), () => A.accountCursor, () => forge(A.accountCursor), 400),
         ];
       },
     },

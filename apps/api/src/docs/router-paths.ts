@@ -6,7 +6,8 @@ import { RETRY_AFTER, SERVICE_HEADERS, routerErrorResponses } from './responses.
 
 type Obj = Record<string, unknown>;
 
-const security = [{ routerJwt: [] }];
+// A router token, or (additive) the account's API key, as a console signed in with one sends it.
+const security = [{ routerJwt: [] }, { apiKey: [] }];
 const provider = { name: 'provider', in: 'path', required: true, schema: ref('RouterProviderSegment') };
 const model = { name: 'model', in: 'path', required: true, schema: ref('RouterModelSegment') };
 

@@ -120,6 +120,15 @@ export const AssetDocs = {
       ok(200, 'Asset', 'Recorded over a blob that already existed (deduplicated).'),
       ...errors(...V2_COMMON, 'invalid_request', 'hash_mismatch', 'idempotency_key_reuse', 'payload_too_large', 'unsupported_media_type'),
     ),
+  list: () =>
+    applyDecorators(
+      ...endpoint('List your assets', 'Your live uploads and job outputs, newest first, with cursor pagination; each with a fresh signed `url`.'),
+      ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', default: 20, maximum: 100 }, description: 'Clamped to 100; zero or less selects the default.' }),
+      ApiQuery({ name: 'cursor', required: false, schema: { type: 'string' }, description: '`next_cursor` of the previous page.' }),
+      ApiQuery({ name: 'kind', required: false, schema: { type: 'string', enum: ['upload', 'output'] }, description: '`upload`: assets you uploaded; `output`: assets your jobs made. Both when absent.' }),
+      ok(200, 'AssetList', 'One page of assets.'),
+      ...errors(...V2_COMMON, 'invalid_request'),
+    ),
   fromHash: () =>
     applyDecorators(
       ...endpoint('Create an asset from a hash you may already use', 'No bytes are sent.'),
@@ -154,6 +163,21 @@ export const AssetDocs = {
       ApiResponse({ status: 200, description: 'The bytes (self-hosted).', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } as never),
       ApiResponse({ status: 206, description: 'A byte range (self-hosted).' }),
       ...errors(...READ, 'range_not_satisfiable'),
+    ),
+};
+
+export const AccountDocs = {
+  controller: () => applyDecorators(ApiTags('account'), ApiBearerAuth('apiKey')),
+  get: () =>
+    applyDecorators(
+      ...endpoint(
+        'Read your account',
+        'Read-only: the credit balance and the ledger behind it (newest first, cursor paged by `limit` and `cursor`), the tier\'s limits and how much of them is in use now.',
+      ),
+      ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', default: 20, maximum: 100 }, description: 'Ledger entries in `charges`; clamped to 100, zero or less selects the default.' }),
+      ApiQuery({ name: 'cursor', required: false, schema: { type: 'string' }, description: '`charges.next_cursor` of the previous read.' }),
+      ok(200, 'Account', 'The account.'),
+      ...errors(...V2_COMMON, 'invalid_request'),
     ),
 };
 

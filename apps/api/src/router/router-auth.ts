@@ -1,10 +1,10 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
-import { RouterTokenError, verifyRouterToken } from '#libs/auth';
+import { looksLikeApiKey, RouterTokenError, verifyRouterToken } from '#libs/auth';
 import type { Config } from '#libs/config';
 import type { Account, Db } from '#libs/db';
-import { AuthFailures, authChangedChannel } from '../auth/index.js';
+import { ApiKeyAuthService, AuthFailures, authChangedChannel } from '../auth/index.js';
 import { CONFIG, DB } from '../core/tokens.js';
 import { UsageService } from './calls/usage.service.js';
 import { BUCKET_STATUS, RouterError } from './errors.js';
@@ -63,6 +63,9 @@ export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
   // reload may have read the balance before them). Kept apart from the cache, which may be emptied.
   private readonly charges = new Map<string, LocalCharge[]>();
   private subscriber: Redis | null = null;
+  // Set apart from the constructor's dependencies: a page signed in with an account's API key (the
+  // console) calls the router with that key, told apart from a JWT by its shape.
+  @Inject(ApiKeyAuthService) private readonly apiKeys!: ApiKeyAuthService;
 
   constructor(
     @Inject(DB) private readonly db: Db,
@@ -83,11 +86,18 @@ export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
     this.subscriber?.disconnect();
   }
 
-  /** The workspace of an `Authorization: Bearer <JWT>` header; throws `unauthorized`. */
+  /** The workspace of an `Authorization: Bearer <JWT or account API key>` header; throws `unauthorized`. */
   async authenticate(header: string | undefined): Promise<Account> {
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!match) throw new RouterError('unauthorized', 'Send a router token as Authorization: Bearer <JWT>.');
     const token = match[1]!;
+    if (looksLikeApiKey(token)) {
+      // The same workspace, and the same entitlement checks, as a token naming its account.
+      const keyed = await this.apiKeys.authenticate(token);
+      const account = keyed && (await this.account(keyed.id, Date.now()));
+      if (!account) throw new RouterError('unauthorized', 'The API key is invalid or revoked.');
+      return account;
+    }
     const now = Date.now();
     let sub = this.tokens.get(token);
     if (!sub || sub.until <= now) {

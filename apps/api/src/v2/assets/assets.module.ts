@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../../auth/index.js';
 import { LimitsModule } from '../../limits/index.js';
+import { AssetList } from './asset-list.js';
 import { AssetsController } from './assets.controller.js';
 import { AssetsService } from './assets.service.js';
 import { UploadKeys } from './upload-keys.js';
@@ -8,7 +9,7 @@ import { UploadKeys } from './upload-keys.js';
 @Module({
   imports: [AuthModule, LimitsModule],
   controllers: [AssetsController],
-  providers: [AssetsService, UploadKeys],
+  providers: [AssetsService, UploadKeys, AssetList],
   exports: [AssetsService],
 })
 export class AssetsModule {}
