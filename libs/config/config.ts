@@ -40,6 +40,9 @@ export const ENV_DEFAULTS = {
   HTTP_REQUEST_TIMEOUT_MS: '120000',
   // How often the server looks for clients past those deadlines.
   HTTP_TIMEOUT_CHECK_MS: '2000',
+  // /readyz proves the blob store takes writes (a small write and delete) at most this often; checks
+  // in between reuse the last result.
+  STORAGE_WRITE_PROBE_INTERVAL_MS: '5000',
   // On SIGTERM the API lets requests in flight (router calls above all) finish for this long, then
   // they stop waiting and the process exits. Keep it under the orchestrator's grace period.
   API_SHUTDOWN_GRACE_MS: '20000',
@@ -133,6 +136,7 @@ const schema = z.object({
   HTTP_HEADERS_TIMEOUT_MS: int(100, 3_600_000),
   HTTP_REQUEST_TIMEOUT_MS: int(100, 24 * 3_600_000),
   HTTP_TIMEOUT_CHECK_MS: int(10, 60_000),
+  STORAGE_WRITE_PROBE_INTERVAL_MS: int(0, 600_000),
   API_SHUTDOWN_GRACE_MS: int(0, 600_000),
   STORAGE_DRIVER: z.enum(['local', 's3']),
   STORAGE_DIR: z.string().min(1),
@@ -201,6 +205,8 @@ export interface Config {
   userdata: { maxFileBytes: number; maxAccountBytes: number; maxFiles: number };
   /** Deadlines for receiving a request, against clients that send it slowly or never finish. */
   http: { headersTimeoutMs: number; requestTimeoutMs: number; timeoutCheckMs: number };
+  /** How often readiness checks may write to the blob store. */
+  readiness: { storageProbeIntervalMs: number };
   storage:
     | { driver: 'local'; dir: string }
     | {
@@ -336,6 +342,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
       timeoutCheckMs: e.HTTP_TIMEOUT_CHECK_MS,
     },
+    readiness: { storageProbeIntervalMs: e.STORAGE_WRITE_PROBE_INTERVAL_MS },
     storage:
       e.STORAGE_DRIVER === 'local'
         ? { driver: 'local', dir: e.STORAGE_DIR }

@@ -1,9 +1,10 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Redis } from 'ioredis';
+import type { Config } from '#libs/config';
 import type { Db } from '#libs/db';
-import type { BlobStore } from '#libs/storage';
-import { BLOB_STORE, DB, REDIS } from '../core/tokens.js';
+import { StorageWriteProbe, type BlobStore } from '#libs/storage';
+import { BLOB_STORE, CONFIG, DB, REDIS } from '../core/tokens.js';
 import { HealthDocs } from '../docs/index.js';
 
 async function check(name: string, probe: () => Promise<unknown>): Promise<[string, string]> {
@@ -18,11 +19,16 @@ async function check(name: string, probe: () => Promise<unknown>): Promise<[stri
 @HealthDocs.controller()
 @Controller()
 export class HealthController {
+  private readonly storage: StorageWriteProbe;
+
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(REDIS) private readonly redis: Redis,
-    @Inject(BLOB_STORE) private readonly store: BlobStore,
-  ) {}
+    @Inject(BLOB_STORE) store: BlobStore,
+    @Inject(CONFIG) config: Config,
+  ) {
+    this.storage = new StorageWriteProbe(store, config.readiness.storageProbeIntervalMs);
+  }
 
   /** Alive: the process answers. */
   @Get('healthz')
@@ -31,7 +37,7 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Ready: every dependency a request needs answers. */
+  /** Ready: every dependency a request needs answers, and the blob store takes writes. */
   @Get('readyz')
   @HealthDocs.readyz()
   async readyz(@Res() reply: FastifyReply): Promise<void> {
@@ -39,9 +45,9 @@ export class HealthController {
       await Promise.all([
         check('postgres', () => this.db.$queryRaw`SELECT 1`),
         check('redis', () => this.redis.ping()),
-        check('storage', () => this.store.ping()),
+        this.storage.check().then((outcome) => ['storage', outcome] as const),
       ]),
-    );
+    ) as Record<string, string>;
     const ready = Object.values(checks).every((v) => v === 'ok');
     reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks });
   }
