@@ -134,7 +134,7 @@ describe('local store on a disk that is full', () => {
     // An original for the mask upload, stored while there is room.
     const original = await v1Upload(api.url, owner.key, testPng(4, 4, 1));
     expect(original.status).toBe(200);
-    expect((await readiness(api.url)).body).toEqual({ status: 'ready', checks: { postgres: 'ok', redis: 'ok', storage: 'ok' } });
+    expect((await readiness(api.url)).body).toEqual({ status: 'ready', checks: { postgres: 'ok', redis: 'ok', storage: 'ok', load: 'ok' } });
     expect((await readiness(worker.url)).status).toBe(200);
 
     // Room for half an upload: the disk fills while its bytes stream in.
@@ -183,7 +183,7 @@ describe('local store on a disk that is full', () => {
         stored.join() === '201,200',
     });
 
-    expect(apiReady.body).toMatchObject({ status: 'not_ready', checks: { postgres: 'ok', redis: 'ok', storage: expect.stringMatching(/^error: E(NOSPC|NOTDIR)/) } });
+    expect(apiReady.body).toMatchObject({ status: 'not_ready', checks: { postgres: 'ok', redis: 'ok', load: 'ok', storage: expect.stringMatching(/^error: E(NOSPC|NOTDIR)/) } });
     expect(apiReady.status).toBe(503);
     expect(workerReady.status).toBe(503);
     expect(workerReady.body.checks.storage).toMatch(/^error: E(NOSPC|NOTDIR)/);
@@ -235,7 +235,7 @@ describe('S3 store that is down', () => {
       held: ready.status === 503 && refusals.every(refusedAsPromised) && leftovers.blobs + leftovers.assets === 0 && retried === 201,
     });
     expect(ready.status).toBe(503);
-    expect(ready.body).toMatchObject({ status: 'not_ready', checks: { postgres: 'ok', redis: 'ok', storage: expect.stringMatching(/^error: /) } });
+    expect(ready.body).toMatchObject({ status: 'not_ready', checks: { postgres: 'ok', redis: 'ok', load: 'ok', storage: expect.stringMatching(/^error: /) } });
     expect(alive).toBe(200);
     expect(refusals.map(describeReply)).toEqual(refusals.map(() => expect.stringMatching(/^503 service_unavailable Retry-After [1-9]\d*$/)));
     expect(refusals.every(refusedAsPromised)).toBe(true);

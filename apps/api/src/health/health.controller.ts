@@ -6,6 +6,7 @@ import type { Db } from '#libs/db';
 import { StorageWriteProbe, type BlobStore } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB, REDIS } from '../core/tokens.js';
 import { HealthDocs } from '../docs/index.js';
+import { loadCheck } from '../http/overload.js';
 
 async function check(name: string, probe: () => Promise<unknown>): Promise<[string, string]> {
   try {
@@ -30,14 +31,17 @@ export class HealthController {
     this.storage = new StorageWriteProbe(store, config.readiness.storageProbeIntervalMs);
   }
 
-  /** Alive: the process answers. */
+  /** Alive: the process answers. Never shed, whatever the load: a busy replica is not a dead one. */
   @Get('healthz')
   @HealthDocs.healthz()
   healthz(): { status: 'ok' } {
     return { status: 'ok' };
   }
 
-  /** Ready: every dependency a request needs answers, and the blob store takes writes. */
+  /**
+   * Ready: every dependency a request needs answers, the blob store takes writes, and the replica
+   * is not shedding load (a balancer then sends its traffic to the others until it catches up).
+   */
   @Get('readyz')
   @HealthDocs.readyz()
   async readyz(@Res() reply: FastifyReply): Promise<void> {
@@ -48,6 +52,7 @@ export class HealthController {
         this.storage.check().then((outcome) => ['storage', outcome] as const),
       ]),
     ) as Record<string, string>;
+    checks.load = loadCheck(reply.server);
     const ready = Object.values(checks).every((v) => v === 'ok');
     reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks });
   }
