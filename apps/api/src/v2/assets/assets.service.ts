@@ -11,9 +11,9 @@ import { requestOrigin } from '../../http/request-origin.js';
 import { isMediaType } from '../../http/send-blob.js';
 
 const MAX_TAGS = 32;
-// A full disk or an S3 outage is not over in a second; by the time this has passed, readiness has
-// taken the replica out of the balancer or space was freed.
-const STORAGE_RETRY_AFTER_SECONDS = 5;
+// As for every dependency that fails: a retry through the balancer may already reach a replica
+// whose store takes writes (readiness takes this one out within seconds).
+const STORAGE_RETRY_AFTER_SECONDS = 1;
 
 export interface AssetOptions {
   contentType?: string;
@@ -81,7 +81,7 @@ export class AssetsService {
         });
       }
       if (err instanceof StorageUnavailableError) {
-        // The store had nothing kept (put() removes its temporary copy), so there is nothing to undo.
+        // put() leaves nothing behind when it fails, so there is nothing to undo.
         this.logger.error(err.message);
         throw new ApiError('service_unavailable', 'The file could not be stored right now; nothing was kept. Retry later.', undefined, {
           'retry-after': String(STORAGE_RETRY_AFTER_SECONDS),
