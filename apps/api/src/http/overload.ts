@@ -59,6 +59,7 @@ class LoadShedder {
   private warmedUpAt = Number.POSITIVE_INFINITY;
   private inFlight = 0;
   private acceptQueue = 0;
+  private acceptQueueLong = false;
 
   constructor(config: Config) {
     this.limits = config.overload;
@@ -95,12 +96,19 @@ class LoadShedder {
     this.logChanges();
   }
 
-  /** Whether the connections waiting to be accepted are within the limit (true before the server listens, and where the kernel does not say). */
+  /**
+   * Whether the connections waiting to be accepted are within the limit (true before the server
+   * listens, and where the kernel does not say). Over it takes two samples in a row: a burst of
+   * clients connecting at once (a hundred event streams opened together) is taken in within one.
+   */
   private async acceptQueueShort(instance: FastifyInstance): Promise<boolean> {
     const address = instance.server.address();
     if (!address || typeof address !== 'object') return true;
+    const previous = this.acceptQueue;
     this.acceptQueue = (await acceptQueueLength(address.port).catch(() => null)) ?? 0;
-    return this.acceptQueue <= this.limits.maxAcceptQueue;
+    const max = this.limits.maxAcceptQueue;
+    this.acceptQueueLong = this.acceptQueue > max && previous > max;
+    return !this.acceptQueueLong;
   }
 
   /** What makes the replica shed now, or null. */
@@ -119,7 +127,7 @@ class LoadShedder {
     if (l.maxHeapUsedFraction > 0 && usage.heapUsed > this.maxHeapUsedBytes) {
       return `heap used ${Math.round(usage.heapUsed / 2 ** 20)} MiB over ${Math.round(this.maxHeapUsedBytes / 2 ** 20)} MiB`;
     }
-    if (l.maxAcceptQueue > 0 && this.acceptQueue > l.maxAcceptQueue) return `${this.acceptQueue} connections waiting to be accepted, over ${l.maxAcceptQueue}`;
+    if (this.acceptQueueLong) return `${this.acceptQueue} connections waiting to be accepted, over ${l.maxAcceptQueue}`;
     return `event loop utilization ${usage.eventLoopUtilized.toFixed(3)} over ${l.maxEventLoopUtilization}`;
   }
 
