@@ -4,7 +4,7 @@ import { StorageWriteProbe } from './write-probe.js';
 function fakeStore(ms = 0) {
   const store = {
     probes: 0,
-    failing: null as NodeJS.ErrnoException | null,
+    failing: null as Error | null,
     async probeWrite(): Promise<void> {
       store.probes++;
       await new Promise((r) => setTimeout(r, ms));
@@ -15,16 +15,17 @@ function fakeStore(ms = 0) {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const outcome = (p: Promise<void>) => p.then(() => 'ok', (err: Error) => `error: ${err.message}`);
 
 describe('StorageWriteProbe', () => {
   it('writes at most once per interval, however many checks come, and shares a probe in flight', async () => {
     const store = fakeStore(20);
     const probe = new StorageWriteProbe(store, 100);
-    expect(await Promise.all(Array.from({ length: 50 }, () => probe.check()))).toEqual(Array(50).fill('ok'));
-    expect(await probe.check()).toBe('ok');
+    expect(await Promise.all(Array.from({ length: 50 }, () => outcome(probe.check())))).toEqual(Array(50).fill('ok'));
+    expect(await outcome(probe.check())).toBe('ok');
     expect(store.probes).toBe(1);
     await sleep(120);
-    expect(await probe.check()).toBe('ok');
+    expect(await outcome(probe.check())).toBe('ok');
     expect(store.probes).toBe(2);
   });
 
@@ -32,24 +33,17 @@ describe('StorageWriteProbe', () => {
     const store = fakeStore();
     const probe = new StorageWriteProbe(store, 50);
     store.failing = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-    expect(await probe.check()).toBe('error: ENOSPC: no space left on device, write');
+    expect(await outcome(probe.check())).toBe('error: ENOSPC: no space left on device, write');
     store.failing = null;
     // Within the interval the last result stands.
-    expect(await probe.check()).toMatch(/^error: ENOSPC/);
+    expect(await outcome(probe.check())).toMatch(/^error: ENOSPC/);
     await sleep(70);
-    expect(await probe.check()).toBe('ok');
-  });
-
-  it('reports a store that does not answer in time, without waiting for it', async () => {
-    const probe = new StorageWriteProbe(fakeStore(1_000), 5_000, 50);
-    const started = Date.now();
-    expect(await probe.check()).toBe('error: no answer within 50 ms');
-    expect(Date.now() - started).toBeLessThan(500);
+    expect(await outcome(probe.check())).toBe('ok');
   });
 
   it('puts the HTTP status of an S3 failure in the reason', async () => {
     const store = fakeStore();
     store.failing = Object.assign(new Error('UnknownError'), { $metadata: { httpStatusCode: 503 } });
-    expect(await new StorageWriteProbe(store, 0).check()).toBe('error: UnknownError (HTTP 503)');
+    expect(await outcome(new StorageWriteProbe(store, 0).check())).toBe('error: UnknownError (HTTP 503)');
   });
 });

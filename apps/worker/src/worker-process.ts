@@ -257,7 +257,7 @@ export class WorkerProcess {
       postgres: await probe(() => this.db.$queryRaw`SELECT 1`),
       redis: await probe(() => this.redis.ping()),
       // Written to, not only reached: a full disk still answers reads, and outputs could not be stored.
-      storage: await this.storage.check(),
+      storage: await probe(() => this.storage.check()),
     };
   }
 

@@ -6,7 +6,7 @@ import type { Db } from '#libs/db';
 import { StorageWriteProbe, type BlobStore } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB, REDIS } from '../core/tokens.js';
 import { HealthDocs } from '../docs/index.js';
-import { loadCheck } from '../http/overload.js';
+import { shedReason } from '../http/overload.js';
 
 async function check(name: string, probe: () => Promise<unknown>): Promise<[string, string]> {
   try {
@@ -49,10 +49,13 @@ export class HealthController {
       await Promise.all([
         check('postgres', () => this.db.$queryRaw`SELECT 1`),
         check('redis', () => this.redis.ping()),
-        this.storage.check().then((outcome) => ['storage', outcome] as const),
+        check('storage', () => this.storage.check()),
+        check('load', async () => {
+          const shedding = shedReason(reply.server);
+          if (shedding) throw new Error(shedding);
+        }),
       ]),
-    ) as Record<string, string>;
-    checks.load = loadCheck(reply.server);
+    );
     const ready = Object.values(checks).every((v) => v === 'ok');
     reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks });
   }

@@ -39,10 +39,9 @@ export async function installLoadShedding(app: NestFastifyApplication, config: C
   await shedder.install(app);
 }
 
-/** For /readyz: `ok`, or `error: <the threshold passed>` while the replica sheds load. */
-export function loadCheck(fastify: FastifyInstance): string {
-  const reason = shedders.get(fastify)?.reason() ?? null;
-  return reason ? `error: ${reason}` : 'ok';
+/** For /readyz: the threshold passed while the replica sheds load, or null. */
+export function shedReason(fastify: FastifyInstance): string | null {
+  return shedders.get(fastify)?.reason() ?? null;
 }
 
 class LoadShedder {
