@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { open, rm } from 'node:fs/promises';
+import { open, rm, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import { blake3Hex } from '#libs/storage';
 import { startCloud } from '../support/cloud.js';
@@ -199,7 +199,6 @@ describe('local store on a disk that is full', () => {
 
 /** Bytes in use on the file system holding `dir`. */
 async function usedBytes(dir: string): Promise<number> {
-  const { statfs } = await import('node:fs/promises');
   const s = await statfs(dir);
   return (s.blocks - s.bfree) * s.bsize;
 }
