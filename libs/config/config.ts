@@ -55,7 +55,7 @@ export const ENV_DEFAULTS = {
   OVERLOAD_SAMPLE_INTERVAL_MS: '1000',
   // Requests being served at once (event streams, `Prefer: wait` and router calls aside): refused
   // at once past it, between two samples.
-  OVERLOAD_MAX_REQUESTS_IN_FLIGHT: '256',
+  OVERLOAD_MAX_REQUESTS_IN_FLIGHT: '1024',
   // New connections waiting in the kernel's accept queue (Linux): the queue a replica builds when
   // connections come faster than it takes them in, which no figure of the process shows.
   OVERLOAD_MAX_ACCEPT_QUEUE: '128',

@@ -8,7 +8,7 @@ describe('load shedding and readiness settings', () => {
       maxEventLoopUtilization: 0,
       maxHeapUsedFraction: 0.9,
       sampleIntervalMs: 1000,
-      maxRequestsInFlight: 256,
+      maxRequestsInFlight: 1024,
       maxAcceptQueue: 128,
       retryAfterSeconds: 2,
     });
