@@ -40,6 +40,29 @@ export const ENV_DEFAULTS = {
   HTTP_REQUEST_TIMEOUT_MS: '120000',
   // How often the server looks for clients past those deadlines.
   HTTP_TIMEOUT_CHECK_MS: '2000',
+  // Connections the kernel holds for the API while it is busy (capped by net.core.somaxconn). Past
+  // it new connections are dropped, and clients see resets rather than answers.
+  HTTP_LISTEN_BACKLOG: '4096',
+  // Load shedding (docs/operations.md): past any of these (0: that check is off), new requests get
+  // 503 service_unavailable with Retry-After; /healthz, /readyz and /metrics are always served,
+  // and streams already open are left alone. The event loop's figures are means over a sample.
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '200',
+  // Off: a replica keeping up with its load runs at full utilization (1.0 with a 15 ms loop delay
+  // under the load suite), so utilization alone says nothing about latency.
+  OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: '0',
+  // Of V8's heap limit (--max-old-space-size).
+  OVERLOAD_MAX_HEAP_USED_FRACTION: '0.9',
+  OVERLOAD_SAMPLE_INTERVAL_MS: '1000',
+  // Requests being served at once (event streams, `Prefer: wait` and router calls aside): refused
+  // at once past it, between two samples.
+  OVERLOAD_MAX_REQUESTS_IN_FLIGHT: '1024',
+  // New connections waiting in the kernel's accept queue (Linux): the queue a replica builds when
+  // connections come faster than it takes them in, which no figure of the process shows.
+  OVERLOAD_MAX_ACCEPT_QUEUE: '128',
+  OVERLOAD_RETRY_AFTER_SECONDS: '2',
+  // /readyz proves the blob store takes writes (a small write and delete) at most this often; checks
+  // in between reuse the last result.
+  STORAGE_WRITE_PROBE_INTERVAL_MS: '5000',
   // On SIGTERM the API lets requests in flight (router calls above all) finish for this long, then
   // they stop waiting and the process exits. Keep it under the orchestrator's grace period.
   API_SHUTDOWN_GRACE_MS: '20000',
@@ -89,6 +112,12 @@ const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
 
+/** A decimal from 0 to 1 (`0.9`, `.98`, `1`). */
+const fraction = z
+  .string()
+  .regex(/^(0|1|0?\.\d+|1\.0*)$/, 'must be a decimal from 0 to 1')
+  .transform(Number);
+
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 const url = (protocols: string[]) =>
@@ -133,6 +162,15 @@ const schema = z.object({
   HTTP_HEADERS_TIMEOUT_MS: int(100, 3_600_000),
   HTTP_REQUEST_TIMEOUT_MS: int(100, 24 * 3_600_000),
   HTTP_TIMEOUT_CHECK_MS: int(10, 60_000),
+  HTTP_LISTEN_BACKLOG: int(1, 65_535),
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: int(0, 60_000),
+  OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: fraction,
+  OVERLOAD_MAX_HEAP_USED_FRACTION: fraction,
+  OVERLOAD_SAMPLE_INTERVAL_MS: int(10, 60_000),
+  OVERLOAD_MAX_REQUESTS_IN_FLIGHT: int(0, 1_000_000),
+  OVERLOAD_MAX_ACCEPT_QUEUE: int(0, 1_000_000),
+  OVERLOAD_RETRY_AFTER_SECONDS: int(1, 3600),
+  STORAGE_WRITE_PROBE_INTERVAL_MS: int(0, 600_000),
   API_SHUTDOWN_GRACE_MS: int(0, 600_000),
   STORAGE_DRIVER: z.enum(['local', 's3']),
   STORAGE_DIR: z.string().min(1),
@@ -199,8 +237,12 @@ export interface Config {
   maxJsonBodyBytes: number;
   /** v1 user data: bytes of one file, bytes and files of one account. */
   userdata: { maxFileBytes: number; maxAccountBytes: number; maxFiles: number };
-  /** Deadlines for receiving a request, against clients that send it slowly or never finish. */
-  http: { headersTimeoutMs: number; requestTimeoutMs: number; timeoutCheckMs: number };
+  /** Deadlines for receiving a request, against clients that send it slowly or never finish; the listen backlog. */
+  http: { headersTimeoutMs: number; requestTimeoutMs: number; timeoutCheckMs: number; listenBacklog: number };
+  /** Load shedding thresholds (0: that check is off). */
+  overload: { maxEventLoopDelayMs: number; maxEventLoopUtilization: number; maxHeapUsedFraction: number; sampleIntervalMs: number; maxRequestsInFlight: number; maxAcceptQueue: number; retryAfterSeconds: number };
+  /** How often readiness checks may write to the blob store. */
+  readiness: { storageProbeIntervalMs: number };
   storage:
     | { driver: 'local'; dir: string }
     | {
@@ -335,7 +377,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS),
       requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
       timeoutCheckMs: e.HTTP_TIMEOUT_CHECK_MS,
+      listenBacklog: e.HTTP_LISTEN_BACKLOG,
     },
+    overload: {
+      maxEventLoopDelayMs: e.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+      maxEventLoopUtilization: e.OVERLOAD_MAX_EVENT_LOOP_UTILIZATION,
+      maxHeapUsedFraction: e.OVERLOAD_MAX_HEAP_USED_FRACTION,
+      sampleIntervalMs: e.OVERLOAD_SAMPLE_INTERVAL_MS,
+      maxRequestsInFlight: e.OVERLOAD_MAX_REQUESTS_IN_FLIGHT,
+      maxAcceptQueue: e.OVERLOAD_MAX_ACCEPT_QUEUE,
+      retryAfterSeconds: e.OVERLOAD_RETRY_AFTER_SECONDS,
+    },
+    readiness: { storageProbeIntervalMs: e.STORAGE_WRITE_PROBE_INTERVAL_MS },
     storage:
       e.STORAGE_DRIVER === 'local'
         ? { driver: 'local', dir: e.STORAGE_DIR }

@@ -21,7 +21,7 @@ import {
   type WorkerState,
 } from '#libs/jobs';
 import { ProcessMetrics, setEngineReady } from '#libs/metrics';
-import { createBlobStore, type BlobStore } from '#libs/storage';
+import { createBlobStore, StorageWriteProbe } from '#libs/storage';
 import { startHealthServer } from './health-server.js';
 import { JobRunner } from './job-runner.js';
 
@@ -78,7 +78,7 @@ export class WorkerProcess {
   private readonly sweeper: Sweeper;
   private readonly runner: JobRunner;
   private readonly queue;
-  private readonly store: BlobStore;
+  private readonly storage: StorageWriteProbe;
   private readonly metrics = new ProcessMetrics('worker');
   private worker: Worker<RunPayload> | null = null;
   private health: Server | null = null;
@@ -103,7 +103,7 @@ export class WorkerProcess {
     this.subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
     this.subscriber.on('error', () => undefined);
     const store = createBlobStore(config);
-    this.store = store;
+    this.storage = new StorageWriteProbe(store, config.readiness.storageProbeIntervalMs);
     this.engine = new EngineClient({ baseUrl: config.worker.engineUrl, stallTimeoutMs: config.worker.engineStallTimeoutMs });
     this.socket = new EngineSocket({ url: config.worker.engineUrl, clientId: `worker-${this.id}`, featureFlags: { supports_preview_metadata: true } });
     this.socket.on('error', () => undefined);
@@ -256,7 +256,8 @@ export class WorkerProcess {
       engine: this.engineReady ? 'ok' : 'error: engine not answering',
       postgres: await probe(() => this.db.$queryRaw`SELECT 1`),
       redis: await probe(() => this.redis.ping()),
-      storage: await probe(() => this.store.ping()),
+      // Written to, not only reached: a full disk still answers reads, and outputs could not be stored.
+      storage: await probe(() => this.storage.check()),
     };
   }
 

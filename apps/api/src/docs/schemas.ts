@@ -280,7 +280,7 @@ const v2: Record<string, Schema> = {
     required: ['status', 'checks'],
     properties: {
       status: { type: 'string', enum: ['ready', 'not_ready'] },
-      checks: { type: 'object', description: '`ok` or `error: <reason>` per dependency.', additionalProperties: { type: 'string' }, examples: [{ postgres: 'ok', redis: 'ok', storage: 'ok' }] },
+      checks: { type: 'object', description: '`ok` or `error: <reason>` per dependency.', additionalProperties: { type: 'string' }, examples: [{ postgres: 'ok', redis: 'ok', storage: 'ok', load: 'ok' }] },
     },
   },
 };

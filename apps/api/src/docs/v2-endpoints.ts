@@ -183,10 +183,10 @@ export const AccountDocs = {
 
 export const HealthDocs = {
   controller: () => ApiTags('health'),
-  healthz: () => applyDecorators(...endpoint('Alive', 'The process answers. For liveness probes.'), ok(200, 'Health', 'Alive.')),
+  healthz: () => applyDecorators(...endpoint('Alive', 'The process answers, however loaded. For liveness probes.'), ok(200, 'Health', 'Alive.')),
   readyz: () =>
     applyDecorators(
-      ...endpoint('Ready', 'PostgreSQL, Redis and the blob store answer. For readiness probes.'),
+      ...endpoint('Ready', 'PostgreSQL and Redis answer, the blob store takes writes, and the replica is not shedding load. For readiness probes.'),
       ok(200, 'Readiness', 'Ready.'),
       ok(503, 'Readiness', 'Not ready; `checks` says which dependency failed.'),
     ),
