@@ -181,7 +181,7 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     let sseProgress = 0;
     for (const { jobId, client } of followers) {
       const ids = logged.get(jobId)!;
-      const received = client.events.filter((e) => e.event === 'progress').map((e) => e.id);
+      const received = client.events.filter((e) => e.event === 'progress' && e.id !== null).map((e) => e.id!);
       const got = new Set(received);
       // On connect a client gets the latest progress logged so far (under its own id), then every
       // one logged after it: from the first it received on, it must have them all.
