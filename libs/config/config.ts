@@ -63,6 +63,8 @@ export const ENV_DEFAULTS = {
   LOG_CAPTURE_BYTES: String(64 * 1024),
   ROUTER_JWT_SECRET: '',
   ROUTER_JWT_PUBLIC_KEYS: '',
+  // Router tokens must carry `exp`, at most this far ahead (and from their `iat`): 30 days.
+  ROUTER_TOKEN_MAX_LIFETIME_SECONDS: String(30 * 24 * 3600),
   ROUTER_DEADLINE_MS: String(10 * 60 * 1000),
   ROUTER_CATALOG_FILE: 'router/catalog.json',
   // Comma-separated `provider=url`: replaces the origin (and prefixes the path) of that provider's
@@ -147,6 +149,7 @@ const schema = z.object({
   LOG_CAPTURE_BYTES: int(0, 10 * 1024 * 1024),
   ROUTER_JWT_SECRET: z.string(),
   ROUTER_JWT_PUBLIC_KEYS: z.string(),
+  ROUTER_TOKEN_MAX_LIFETIME_SECONDS: int(60, 366 * 24 * 3600),
   ROUTER_DEADLINE_MS: int(1),
   ROUTER_CATALOG_FILE: z.string().min(1),
   ROUTER_UPSTREAM_BASE_URLS: z.string().refine((v) => parseUpstreamBaseUrls(v) !== null, 'must be empty or provider=http(s) URL pairs separated by commas'),
@@ -200,7 +203,7 @@ export interface Config {
     preferWaitMaxSeconds: number;
   };
   worker: { engineUrl: string; engineStallTimeoutMs: number; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
-  router: { jwtSecret: string; jwtPublicKeys: string; deadlineMs: number; catalogFile: string; upstreamBaseUrls: Record<string, string> };
+  router: { jwtSecret: string; jwtPublicKeys: string; tokenMaxLifetimeSeconds: number; deadlineMs: number; catalogFile: string; upstreamBaseUrls: Record<string, string> };
 }
 
 /** `acme=http://127.0.0.1:9000,nova=https://proxy/nova` to a map; null when malformed. */
@@ -328,6 +331,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     router: {
       jwtSecret: e.ROUTER_JWT_SECRET,
       jwtPublicKeys: e.ROUTER_JWT_PUBLIC_KEYS,
+      tokenMaxLifetimeSeconds: e.ROUTER_TOKEN_MAX_LIFETIME_SECONDS,
       deadlineMs: e.ROUTER_DEADLINE_MS,
       catalogFile: e.ROUTER_CATALOG_FILE,
       upstreamBaseUrls: parseUpstreamBaseUrls(e.ROUTER_UPSTREAM_BASE_URLS) ?? {},

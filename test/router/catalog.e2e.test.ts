@@ -234,7 +234,7 @@ describe('router catalog', () => {
     expect(typo.body.detail).toMatch(/acme\/tts-mini|nova\//);
   });
 
-  it('authenticates with HS256 and RS256 tokens; refuses missing, forged and expired ones; not_enabled', async () => {
+  it('authenticates with HS256 and RS256 tokens; refuses missing, forged, expired, exp-less and too long-lived ones; not_enabled', async () => {
     for (const headers of [{}, { authorization: 'Bearer' }, { authorization: 'Basic abc' }, { authorization: 'Bearer not-a-jwt' }] as Record<string, string>[]) {
       expectRouterError(await world.get(null, '/v1/models', headers), 401, 'unauthorized');
     }
@@ -242,6 +242,15 @@ describe('router catalog', () => {
     expectRouterError(await world.get(forged, '/v1/models'), 401, 'unauthorized');
     const expired = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(all.id).setIssuedAt(1_700_000_000).setExpirationTime(1_700_000_100).sign(new TextEncoder().encode(TEST_ROUTER_SECRET));
     expectRouterError(await world.get(expired, '/v1/models'), 401, 'unauthorized');
+    // A token without exp would work for ever; one living past the maximum lifetime (30 days by default) is refused too.
+    const forever = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(all.id).setIssuedAt().sign(new TextEncoder().encode(TEST_ROUTER_SECRET));
+    expectRouterError(await world.get(forever, '/v1/models'), 401, 'unauthorized');
+    const tooLong = await mintRouterToken(TEST_ROUTER_SECRET, all.id, 31 * 24 * 3600);
+    expectRouterError(await world.get(tooLong, '/v1/models'), 401, 'unauthorized');
+    const shorter = await world.startApi({ ROUTER_TOKEN_MAX_LIFETIME_SECONDS: '3600' });
+    expectRouterError(await world.get(all.token, '/v1/models', {}, shorter), 401, 'unauthorized');
+    expect((await world.get(await mintRouterToken(TEST_ROUTER_SECRET, all.id, 3600), '/v1/models', {}, shorter)).status).toBe(200);
+    await shorter.stop();
     const nobody = await mintRouterToken(TEST_ROUTER_SECRET, '00000000-0000-4000-8000-000000000000');
     expectRouterError(await world.get(nobody, '/v1/models'), 401, 'unauthorized');
 

@@ -92,7 +92,7 @@ export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
     let sub = this.tokens.get(token);
     if (!sub || sub.until <= now) {
       try {
-        const accountId = await verifyRouterToken(token, { secret: this.config.router.jwtSecret, publicKeys: this.config.router.jwtPublicKeys });
+        const accountId = await verifyRouterToken(token, { secret: this.config.router.jwtSecret, publicKeys: this.config.router.jwtPublicKeys, maxLifetimeSeconds: this.config.router.tokenMaxLifetimeSeconds });
         sub = { sub: accountId, until: Math.min(now + TOKEN_CACHE_MS, tokenExpiryMs(token)) };
       } catch (err) {
         if (err instanceof RouterTokenError) throw new RouterError('unauthorized', 'The router token is invalid or expired.');
