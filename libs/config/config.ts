@@ -66,7 +66,7 @@ export const ENV_DEFAULTS = {
   // Router tokens must carry `exp`, at most this far ahead (and from their `iat`): 30 days.
   ROUTER_TOKEN_MAX_LIFETIME_SECONDS: String(30 * 24 * 3600),
   ROUTER_DEADLINE_MS: String(10 * 60 * 1000),
-  ROUTER_CATALOG_FILE: 'router/catalog.json',
+  ROUTER_CATALOG_FILE: 'apps/api/src/router/catalog/data/catalog.json',
   // Comma-separated `provider=url`: replaces the origin (and prefixes the path) of that provider's
   // upstream URLs from the catalog, for tests, staging and operator proxies.
   ROUTER_UPSTREAM_BASE_URLS: '',

@@ -5,9 +5,8 @@ import { jest } from '@jest/globals';
 import { SignJWT } from 'jose';
 import { mintRouterToken } from '#libs/auth';
 import { call } from '../support/http.js';
-import { ROOT } from '../support/processes.js';
 import { TEST_ROUTER_SECRET } from '../support/stack.js';
-import { RouterWorld, expectRequestId, expectRouterError, shippedModels, tinySchemaDocument, type Workspace } from './router-world.js';
+import { CATALOG_DIR, RouterWorld, expectRequestId, expectRouterError, shippedModels, tinySchemaDocument, type Workspace } from './router-world.js';
 
 jest.setTimeout(60_000);
 
@@ -64,7 +63,7 @@ describe('router catalog', () => {
     const stored = await world.stack.db.routerModel.findUnique({ where: { id: 'lumen/video-gen-2' } });
     expect(stored).toMatchObject({ adapterKind: 'submit-poll', priceCents: 40, chargesOnPolicyRejection: 'yes' });
     expect(stored!.upstreamUrl).toBe(`${world.partners.lumen.url}/v2/models/video-gen-2/generations`);
-    expect(stored!.inputSchemaText).toBe(readFileSync(path.join(ROOT, 'router/schemas/lumen-video-gen-2.json'), 'utf8'));
+    expect(stored!.inputSchemaText).toBe(readFileSync(path.join(CATALOG_DIR, 'schemas/lumen-video-gen-2.json'), 'utf8'));
   });
 
   it('applies the page size rules: default 20, clamped to 100, zero or negative is the default', async () => {
@@ -175,7 +174,7 @@ describe('router catalog', () => {
     const first = await world.get(all.token, url);
     expect(first.status).toBe(200);
     expectRequestId(first);
-    expect(first.text).toBe(readFileSync(path.join(ROOT, 'router/schemas/acme-flux-schnell.json'), 'utf8'));
+    expect(first.text).toBe(readFileSync(path.join(CATALOG_DIR, 'schemas/acme-flux-schnell.json'), 'utf8'));
     expect(first.body.openapi).toMatch(/^3\.1/);
     expect(first.body.paths['/v1/models/acme/flux-schnell'].post.requestBody.content['application/json'].schema).toBeDefined();
     const etag = first.headers.get('etag')!;

@@ -11,7 +11,8 @@ import { startPartners, type Partners } from './fake-partners.js';
 // and a catalog for tests derived from the shipped one (same models and schema documents, shorter
 // provider deadlines and poll intervals so timeouts can be provoked in a test's time).
 
-export const SHIPPED_CATALOG = path.join(ROOT, 'router', 'catalog.json');
+export const CATALOG_DIR = path.join(ROOT, 'apps/api/src/router/catalog/data');
+export const SHIPPED_CATALOG = path.join(CATALOG_DIR, 'catalog.json');
 
 interface CatalogFileEntry {
   id: string;
@@ -31,7 +32,7 @@ export function writeCatalog(dir: string, change: (models: CatalogFileEntry[]) =
   const models = change(
     shippedModels().map((m) => ({
       ...m,
-      input_schema: path.join(ROOT, 'router', m.input_schema),
+      input_schema: path.join(CATALOG_DIR, m.input_schema),
       timeout_ms: 5_000,
       ...(m.poll_interval_ms !== undefined ? { poll_interval_ms: 20 } : {}),
     })),

@@ -5,7 +5,7 @@ import { ADAPTER_KINDS, type AdapterKind } from '../adapters/adapter.js';
 import { compileInputSchema, SchemaDocumentError } from './input-schema.js';
 import { isModelId } from './model-id.js';
 
-// The catalog file (router/catalog.json by default) and the schema documents it names, checked
+// The catalog file (catalog/data/catalog.json by default) and the schema documents it names, checked
 // as a whole before anything reaches the database: a bad entry stops the API with its name.
 
 export const CHARGES_ON_POLICY_REJECTION = ['yes', 'no'] as const;
