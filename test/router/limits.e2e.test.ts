@@ -282,8 +282,8 @@ describe('router Idempotency-Key', () => {
     expect(replay.text).toBe(done.text);
     expect(world.partners.nova.posts('/predict/whisper-large')).toHaveLength(1);
 
-    expectRouterError(await world.post(ws.token, 'nova/whisper-large', { audio_url: 'https://audio.example/b.wav' }, { 'idempotency-key': 'k-1' }), 400, 'invalid_input');
-    expectRouterError(await world.post(ws.token, 'nova/image-edit', { image_url: 'https://img.example/a.png', prompt: 'x' }, { 'idempotency-key': 'k-1' }), 400, 'invalid_input');
+    expectRouterError(await world.post(ws.token, 'nova/whisper-large', { audio_url: 'https://audio.example/b.wav' }, { 'idempotency-key': 'k-1' }), 409, 'invalid_input');
+    expectRouterError(await world.post(ws.token, 'nova/image-edit', { image_url: 'https://img.example/a.png', prompt: 'x' }, { 'idempotency-key': 'k-1' }), 409, 'invalid_input');
 
     // A deterministic refusal is replayed as it was.
     const refused = await world.post(ws.token, 'acme/sdxl-turbo', { prompt: 'no [[refuse]]' }, { 'idempotency-key': 'k-2' });

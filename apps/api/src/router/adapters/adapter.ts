@@ -22,6 +22,11 @@ export interface GenerationResult {
   status: number;
   contentType: string;
   body: Buffer;
+  /**
+   * For a content-policy refusal, whether the provider charges for it, when its adapter knows
+   * (a refusal of the output usually is charged, one of the input is not).
+   */
+  providerCharged?: boolean;
 }
 
 export interface DispatchContext {

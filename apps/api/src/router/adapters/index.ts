@@ -5,6 +5,7 @@ import { ValidatingJsonAdapter } from './validating-json.adapter.js';
 
 export type { AdapterKind, GenerationResult, ProviderAdapter, UpstreamModel } from './adapter.js';
 export { ADAPTER_KINDS, errorResult, validationResult } from './adapter.js';
+export { ProviderGateway, type GatewayContext, type MediaTarget, type ProviderInput } from './provider-gateway.js';
 
 const ADAPTERS: Record<AdapterKind, ProviderAdapter> = {
   'sync-json': new SyncJsonAdapter(),
