@@ -68,8 +68,23 @@ export const ENV_DEFAULTS = {
   ROUTER_DEADLINE_MS: String(10 * 60 * 1000),
   ROUTER_CATALOG_FILE: 'apps/api/src/router/catalog/data/catalog.json',
   // Comma-separated `provider=url`: replaces the origin (and prefixes the path) of that provider's
-  // upstream URLs from the catalog, for tests, staging and operator proxies.
+  // upstream URLs from the catalog, for tests, staging, operator proxies and the partner simulator.
   ROUTER_UPSTREAM_BASE_URLS: '',
+  // The router's own credentials at each partner (docs/router.md says where each is made). A
+  // provider without its key is not called: its models answer service_unavailable.
+  ROUTER_BFL_API_KEY: '',
+  ROUTER_OPENAI_API_KEY: '',
+  ROUTER_STABILITY_API_KEY: '',
+  ROUTER_RECRAFT_API_KEY: '',
+  ROUTER_IDEOGRAM_API_KEY: '',
+  // Kling signs its own short-lived tokens with these two.
+  ROUTER_KLING_ACCESS_KEY: '',
+  ROUTER_KLING_SECRET_KEY: '',
+  ROUTER_LUMA_API_KEY: '',
+  ROUTER_RUNWAY_API_KEY: '',
+  ROUTER_MINIMAX_API_KEY: '',
+  ROUTER_GOOGLE_API_KEY: '',
+  ROUTER_ELEVENLABS_API_KEY: '',
 } as const;
 
 export type EnvName = keyof typeof ENV_DEFAULTS;
@@ -93,6 +108,9 @@ const url = (protocols: string[]) =>
   }, `must be a URL (${protocols.join(' or ')})`);
 
 const optionalUrl = z.string().refine((v) => v === '' || URL.canParse(v), 'must be empty or a URL');
+
+// A credential goes into an HTTP header as it is: one line of visible characters.
+const providerKey = z.string().regex(/^[\x21-\x7e]{0,4096}$/, 'must be printable ASCII without spaces');
 
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']),
@@ -153,6 +171,18 @@ const schema = z.object({
   ROUTER_DEADLINE_MS: int(1),
   ROUTER_CATALOG_FILE: z.string().min(1),
   ROUTER_UPSTREAM_BASE_URLS: z.string().refine((v) => parseUpstreamBaseUrls(v) !== null, 'must be empty or provider=http(s) URL pairs separated by commas'),
+  ROUTER_BFL_API_KEY: providerKey,
+  ROUTER_OPENAI_API_KEY: providerKey,
+  ROUTER_STABILITY_API_KEY: providerKey,
+  ROUTER_RECRAFT_API_KEY: providerKey,
+  ROUTER_IDEOGRAM_API_KEY: providerKey,
+  ROUTER_KLING_ACCESS_KEY: providerKey,
+  ROUTER_KLING_SECRET_KEY: providerKey,
+  ROUTER_LUMA_API_KEY: providerKey,
+  ROUTER_RUNWAY_API_KEY: providerKey,
+  ROUTER_MINIMAX_API_KEY: providerKey,
+  ROUTER_GOOGLE_API_KEY: providerKey,
+  ROUTER_ELEVENLABS_API_KEY: providerKey,
 });
 
 type Parsed = z.infer<typeof schema>;
@@ -203,7 +233,31 @@ export interface Config {
     preferWaitMaxSeconds: number;
   };
   worker: { engineUrl: string; engineStallTimeoutMs: number; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
-  router: { jwtSecret: string; jwtPublicKeys: string; tokenMaxLifetimeSeconds: number; deadlineMs: number; catalogFile: string; upstreamBaseUrls: Record<string, string> };
+  router: {
+    jwtSecret: string;
+    jwtPublicKeys: string;
+    tokenMaxLifetimeSeconds: number;
+    deadlineMs: number;
+    catalogFile: string;
+    upstreamBaseUrls: Record<string, string>;
+    providerKeys: ProviderKeys;
+  };
+}
+
+/** The router's credentials at its partners; an empty value: not configured. */
+export interface ProviderKeys {
+  bfl: string;
+  openai: string;
+  stability: string;
+  recraft: string;
+  ideogram: string;
+  klingAccessKey: string;
+  klingSecretKey: string;
+  luma: string;
+  runway: string;
+  minimax: string;
+  google: string;
+  elevenlabs: string;
 }
 
 /** `acme=http://127.0.0.1:9000,nova=https://proxy/nova` to a map; null when malformed. */
@@ -335,6 +389,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       deadlineMs: e.ROUTER_DEADLINE_MS,
       catalogFile: e.ROUTER_CATALOG_FILE,
       upstreamBaseUrls: parseUpstreamBaseUrls(e.ROUTER_UPSTREAM_BASE_URLS) ?? {},
+      providerKeys: {
+        bfl: e.ROUTER_BFL_API_KEY,
+        openai: e.ROUTER_OPENAI_API_KEY,
+        stability: e.ROUTER_STABILITY_API_KEY,
+        recraft: e.ROUTER_RECRAFT_API_KEY,
+        ideogram: e.ROUTER_IDEOGRAM_API_KEY,
+        klingAccessKey: e.ROUTER_KLING_ACCESS_KEY,
+        klingSecretKey: e.ROUTER_KLING_SECRET_KEY,
+        luma: e.ROUTER_LUMA_API_KEY,
+        runway: e.ROUTER_RUNWAY_API_KEY,
+        minimax: e.ROUTER_MINIMAX_API_KEY,
+        google: e.ROUTER_GOOGLE_API_KEY,
+        elevenlabs: e.ROUTER_ELEVENLABS_API_KEY,
+      },
     },
   };
 }

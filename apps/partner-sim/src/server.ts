@@ -90,6 +90,8 @@ export interface Received {
   body: string;
   headers: http.IncomingHttpHeaders;
   at: number;
+  /** What the provider answered, once it has (tests compare it with what the router passed on). */
+  answer?: { status: number; body: string };
 }
 
 const MAX_BODY = 64 * 1024 * 1024;
@@ -170,7 +172,7 @@ export class PartnerSim {
 
   /** The id of a media URL this simulator handed out. */
   mediaIdOf(url: string): string {
-    const m = /\/media\/([0-9a-f-]{36})/.exec(url) ?? /\/files\/([^/:]+):download/.exec(url);
+    const m = /\/(?:media|files)\/([0-9a-f-]{36})/.exec(url);
     if (!m) throw new Error(`not a media URL of the simulator: ${url}`);
     return m[1]!;
   }
@@ -183,7 +185,14 @@ export class PartnerSim {
     if (!provider) return sendJson(res, 404, { error: `partner-sim serves ${SIM_PROVIDERS.join(', ')} under /{provider}/…` });
     const raw = await readBody(req, MAX_BODY);
     const path = `/${rest.join('/')}`;
-    this.received.push({ provider: provider.name, method: req.method ?? '', path: `${path}${url.search}`, body: raw.toString('utf8'), headers: req.headers, at: Date.now() });
+    const record: Received = { provider: provider.name, method: req.method ?? '', path: `${path}${url.search}`, body: raw.toString('utf8'), headers: req.headers, at: Date.now() };
+    this.received.push(record);
+    // Answers are written whole with end() (media are not recorded: they stream from /media).
+    const end = res.end.bind(res) as (chunk?: unknown) => http.ServerResponse;
+    res.end = ((chunk?: unknown) => {
+      if (typeof chunk === 'string' || Buffer.isBuffer(chunk)) record.answer = { status: res.statusCode, body: Buffer.from(chunk).toString('utf8') };
+      return end(chunk);
+    }) as typeof res.end;
     const n = (this.inFlight.get(provider.name) ?? 0) + 1;
     this.inFlight.set(provider.name, n);
     this.peaks.set(provider.name, Math.max(n, this.peaks.get(provider.name) ?? 0));

@@ -10,6 +10,7 @@ import { KeyedRetriesService } from './calls/keyed-retries.service.js';
 import { SettlementService } from './calls/settlement.service.js';
 import { UsageService } from './calls/usage.service.js';
 import { RouterCreditsService } from './credits/router-credits.service.js';
+import { MediaRehostService } from './media/media-rehost.service.js';
 import { CatalogService } from './catalog/catalog.service.js';
 import { LimitsService } from './limits/limits.service.js';
 import { installRouterHooks } from './request-context.js';
@@ -30,6 +31,7 @@ import { RouterExceptionFilter } from './router-exception.filter.js';
     LimitsService,
     RouterCreditsService,
     ProviderGateway,
+    MediaRehostService,
     RouterAuthService,
     RouterAuthGuard,
     RouterExceptionFilter,

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { submissionFault, type NativeErrors } from '../faults.js';
 import { sendJson, type ProviderSim, type SimRequest } from '../sim-http.js';
 
@@ -37,25 +36,24 @@ function keyOf(req: SimRequest): string {
 }
 
 export function googleSim(key: string): ProviderSim {
-  const files = new Map<string, string>(); // file id -> media id
   const sim: ProviderSim = {
     name: 'google',
     authorized: (req) => keyOf(req) === key,
     refuseCredentials: (req, given) =>
       error(400, 'INVALID_ARGUMENT', `API key not valid. Please pass a valid API key. (${given})`, [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' }])(req),
     async handle(req) {
-      if (req.method === 'POST' && req.path === `/v1beta/models/${MODEL}:predictLongRunning`) return submit(req, sim, files);
+      if (req.method === 'POST' && req.path === `/v1beta/models/${MODEL}:predictLongRunning`) return submit(req, sim);
       const operation = new RegExp(`^/v1beta/(models/${MODEL}/operations/[^/]+)$`).exec(req.path)?.[1];
-      if (req.method === 'GET' && operation) return poll(req, operation, files);
+      if (req.method === 'GET' && operation) return poll(req, operation);
       const file = /^\/v1beta\/files\/([^/:]+):download$/.exec(req.path)?.[1];
-      if (req.method === 'GET' && file) return download(req, files.get(file));
+      if (req.method === 'GET' && file) return download(req, file);
       error(404, 'NOT_FOUND', `Method not found: ${req.method} ${req.path}`)(req);
     },
   };
   return sim;
 }
 
-function submit(req: SimRequest, sim: ProviderSim, files: Map<string, string>): void {
+function submit(req: SimRequest, sim: ProviderSim): void {
   if (submissionFault(req, errors, () => sim.refuseCredentials(req, keyOf(req)))) return;
   const body = (req.json ?? {}) as { instances?: unknown; parameters?: { durationSeconds?: unknown } };
   if (req.steering.has('invalid')) {
@@ -67,17 +65,16 @@ function submit(req: SimRequest, sim: ProviderSim, files: Map<string, string>): 
   if (req.steering.has('refuse')) {
     return error(400, 'INVALID_ARGUMENT', "The prompt could not be submitted. This prompt contains sensitive words that violate Google's Responsible AI practices. Try rephrasing the prompt. Support codes: 17301594")(req);
   }
-  const fileId = randomUUID().replace(/-/g, '').slice(0, 12);
+  // The file's id is the media's own.
   const media = req.media.add('video/mp4', req.steering.get('size') ?? 65_536, MEDIA_TTL_MS, { requires: { header: 'x-goog-api-key', value: keyOf(req) }, broken: req.steering.has('mediafail') });
-  files.set(fileId, media.id);
-  const task = req.tasks.create<VeoTask>('google', req.steering, req.durationMs(DURATION_MS), { fileId });
+  const task = req.tasks.create<VeoTask>('google', req.steering, req.durationMs(DURATION_MS), { fileId: media.id });
   sendJson(req.res, 200, { name: `models/${MODEL}/operations/${task.id}` });
 }
 
-function poll(req: SimRequest, name: string, files: Map<string, string>): void {
+function poll(req: SimRequest, name: string): void {
   const id = name.slice(name.lastIndexOf('/') + 1);
   const task = req.tasks.get<VeoTask>('google', id);
-  if (!task || task.steering.has('lost') || !files.has(task.data.fileId)) return error(404, 'NOT_FOUND', `Operation ${name} not found.`)(req);
+  if (!task || task.steering.has('lost')) return error(404, 'NOT_FOUND', `Operation ${name} not found.`)(req);
   if (req.tasks.phase(task) !== 'done') return sendJson(req.res, 200, { name });
   req.finalServed(id);
   const s = task.steering;

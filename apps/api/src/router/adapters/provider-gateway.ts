@@ -1,19 +1,11 @@
-import { Injectable } from '@nestjs/common';
-import { errorResult, type GenerationResult, type UpstreamModel } from './adapter.js';
-import { adapterFor } from './index.js';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Config } from '#libs/config';
+import { CONFIG } from '../../core/tokens.js';
+import { MediaRehostService, type MediaTarget } from '../media/media-rehost.service.js';
+import { errorResult, type AdapterKind, type GenerationResult, type ProviderAdapter, type ProviderInput, type UpstreamModel } from './adapter.js';
+import { createAdapters } from './registry.js';
 
-/** What a call hands its provider: the body as the caller sent it, and as parsed. */
-export interface ProviderInput {
-  raw: Buffer;
-  parsed: unknown;
-}
-
-/** Where media re-hosted for a call goes: its workspace, its id, and the origin its signed URLs name. */
-export interface MediaTarget {
-  accountId: string;
-  callId: string;
-  origin: string;
-}
+export type { MediaTarget } from '../media/media-rehost.service.js';
 
 export interface GatewayContext {
   signal: AbortSignal;
@@ -22,22 +14,66 @@ export interface GatewayContext {
   onHandle?(handle: string): void;
 }
 
-/** The one way calls reach providers: the model's adapter, then what every result goes through. */
+// The shortest credential the answer check looks for: anything shorter would be found by chance.
+const MIN_SECRET = 6;
+
+/**
+ * The one way calls reach providers: the model's adapter (holding the router's credentials at
+ * that provider), then what every result goes through before anyone sees it: its media
+ * re-hosted, and a last check that no credential of the router's rides along in it.
+ */
 @Injectable()
 export class ProviderGateway {
-  canCollect(model: UpstreamModel & { adapterKind: string }): boolean {
-    return adapterFor(model.adapterKind)?.collect !== undefined;
+  private readonly logger = new Logger('RouterProviders');
+  private readonly adapters: Record<AdapterKind, ProviderAdapter>;
+  private readonly warnedUnconfigured = new Set<string>();
+
+  constructor(
+    @Inject(CONFIG) config: Config,
+    private readonly media: MediaRehostService,
+  ) {
+    this.adapters = createAdapters(config.router.providerKeys);
   }
 
-  async dispatch(model: UpstreamModel & { adapterKind: string }, input: ProviderInput, context: GatewayContext): Promise<GenerationResult> {
-    const adapter = adapterFor(model.adapterKind);
+  private adapterOf(model: UpstreamModel): ProviderAdapter | undefined {
+    return this.adapters[model.adapterKind as AdapterKind];
+  }
+
+  canCollect(model: UpstreamModel): boolean {
+    return this.adapterOf(model)?.collect !== undefined;
+  }
+
+  async dispatch(model: UpstreamModel, input: ProviderInput, context: GatewayContext): Promise<GenerationResult> {
+    const adapter = this.adapterOf(model);
     if (!adapter) return errorResult('internal_error', `The router has no adapter for ${model.adapterKind}.`);
-    return adapter.dispatch(model, input.raw, { signal: context.signal, onHandle: (handle) => context.onHandle?.(handle) });
+    if (!adapter.configured()) return this.unconfigured(model);
+    const result = await adapter.dispatch(model, input, { signal: context.signal, onHandle: (handle) => context.onHandle?.(handle) });
+    return this.finish(adapter, model, result, context);
   }
 
-  async collect(model: UpstreamModel & { adapterKind: string }, handle: string, context: GatewayContext): Promise<GenerationResult> {
-    const adapter = adapterFor(model.adapterKind);
+  async collect(model: UpstreamModel, handle: string, context: GatewayContext): Promise<GenerationResult> {
+    const adapter = this.adapterOf(model);
     if (!adapter?.collect) return errorResult('internal_error', `The router cannot collect generations of ${model.adapterKind}.`);
-    return adapter.collect(model, handle, context.signal);
+    if (!adapter.configured()) return this.unconfigured(model);
+    return this.finish(adapter, model, await adapter.collect(model, handle, context.signal), context);
+  }
+
+  private async finish(adapter: ProviderAdapter, model: UpstreamModel, result: GenerationResult, context: GatewayContext): Promise<GenerationResult> {
+    const rehosted = await this.media.rehost(result, model, context.media, context.signal);
+    for (const secret of adapter.secrets()) {
+      if (secret.length >= MIN_SECRET && rehosted.body.includes(secret)) {
+        this.logger.warn(`an answer of ${model.provider} for ${model.id} carried one of the router's credentials; withheld`);
+        return errorResult('provider_error', 'The provider answered with something the router may not pass on.');
+      }
+    }
+    return rehosted;
+  }
+
+  private unconfigured(model: UpstreamModel): GenerationResult {
+    if (!this.warnedUnconfigured.has(model.provider)) {
+      this.warnedUnconfigured.add(model.provider);
+      this.logger.error(`no credentials for ${model.provider} are configured: its models answer service_unavailable (docs/router.md)`);
+    }
+    return errorResult('service_unavailable', `The router cannot call ${model.provider} right now; retry later.`);
   }
 }
