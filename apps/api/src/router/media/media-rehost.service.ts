@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { blobSurvived, guessContentType, recordUploadedAsset } from '#libs/assets';
+import { guessContentType, recordStoredAsset } from '#libs/assets';
 import type { Db } from '#libs/db';
 import { linkLifetimeSeconds, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
 import { BLOB_STORE, DB } from '../../core/tokens.js';
@@ -66,9 +66,9 @@ export class MediaRehostService {
     const expiresAt = new Date(Date.now() + (MEDIA_LIFETIME_S + 60) * 1000);
     let { stored, contentType } = await this.download(url, model, media, signal);
     const fileName = `${index}${extensionFor(url, contentType)}`;
-    await recordUploadedAsset(this.db, stored, { accountId: target.accountId, filePath: `router/${target.callId}/${fileName}`, contentType, tags: ['router', model.id], expiresAt });
+    const asset = { accountId: target.accountId, filePath: `router/${target.callId}/${fileName}`, contentType, tags: ['router', model.id], expiresAt };
     // Retention may have deleted identical bytes between the write and the record: write them again.
-    if (!(await blobSurvived(this.db, this.store, stored.hash))) ({ stored, contentType } = await this.download(url, model, media, signal));
+    if (!(await recordStoredAsset(this.db, this.store, stored, asset))) ({ stored, contentType } = await this.download(url, model, media, signal));
     const link = await this.store.signedUrl(stored.hash, { fileName, contentType, expiresInSeconds: linkLifetimeSeconds(MEDIA_LIFETIME_S, expiresAt), origin: target.origin });
     return link.url;
   }
