@@ -159,6 +159,47 @@ describe('partner models against the partner simulator', () => {
     expect(reply.body).toMatchObject({ file: { purpose: 'video_generation', filename: 'output.mp4', download_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/blobs\//) }, base_resp: { status_code: 0 } });
   });
 
+  describe('keyed retries after the deadline, by each provider handle', () => {
+    const pollers = ['bfl/flux-pro-1.1', 'kling/kling-v2-5-turbo', 'luma/ray-2', 'runway/gen4_turbo', 'minimax/hailuo-02', 'google/veo-3'];
+
+    it.each(pollers)('%s: the retry on a replica that never saw the call collects the generation, dispatched once', async (model) => {
+      const spec = MODELS[model]!;
+      const hasty = await world.startApi({ ROUTER_DEADLINE_MS: '300' });
+      try {
+        const key = `late-${model}`;
+        const body = spec.body(`late ${model} [[slow:1200]]`);
+        const first = await world.post(ws.token, model, body, { 'idempotency-key': key }, hasty);
+        expectRouterError(first, 504, 'deadline_exceeded');
+        expect(Number(first.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: ws.id, idempotencyKey: key, providerHandle: { not: null } } }));
+        const retry = await world.post(ws.token, model, body, { 'idempotency-key': key });
+        expect(`${retry.status} ${retry.text.slice(0, 200)}`).toMatch(/^200 /);
+        expect(retry.headers.get('idempotent-replayed')).toBe('true');
+        expect(retry.headers.get('x-service-credits-used')).toBeNull();
+        expect(world.sim.requests(spec.provider, { method: 'POST' }).filter((r) => r.body.includes(`late ${model}`))).toHaveLength(1);
+        // Its media re-hosted, once, for the workspace.
+        expect(retry.text).toMatch(new RegExp(`${world.api.url}/blobs/[0-9a-f]{64}`));
+        const charged = await eventually(async () => {
+          const r = await world.stack.db.routerCall.findUnique({ where: { id: row.id } });
+          return r?.state === 'completed' ? r : null;
+        });
+        expect(charged).toMatchObject({ resultBucket: 'success', charged: true });
+        expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: row.id } })).toBe(1);
+      } finally {
+        await hasty.stop();
+      }
+    });
+
+    it('a generation being polled holds its slot: the workspace limit refuses a second call meanwhile', async () => {
+      const narrow = await world.workspace({ routerMaxConcurrent: 1 });
+      const first = world.post(narrow.token, 'kling/kling-v2-5-turbo', MODELS['kling/kling-v2-5-turbo']!.body('one slot [[slow:600]]'));
+      await eventually(async () => world.sim.requests('kling', { method: 'GET' }).some((r) => r.answer?.body.includes('processing')));
+      expectRouterError(await world.post(narrow.token, 'runway/gen4_turbo', MODELS['runway/gen4_turbo']!.body('second')), 429, 'concurrency_limit_exceeded');
+      expect((await first).status).toBe(200);
+      expect((await world.post(narrow.token, 'runway/gen4_turbo', MODELS['runway/gen4_turbo']!.body('after'))).status).toBe(200);
+    });
+  });
+
   describe('outcomes in the contract buckets', () => {
     type Row = [model: string, directive: string, status: number, bucket: string, type?: string];
     const policy: Row[] = [
