@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type { ProviderKeys } from '#libs/config';
 import type { AddressInfo } from 'node:net';
 import { MediaShelf } from './media.js';
 import { bflSim } from './providers/bfl.js';
@@ -23,21 +24,8 @@ import { TaskClock } from './tasks.js';
 export const SIM_PROVIDERS = ['bfl', 'openai', 'stability', 'recraft', 'ideogram', 'kling', 'luma', 'runway', 'minimax', 'google', 'elevenlabs'] as const;
 export type SimProvider = (typeof SIM_PROVIDERS)[number];
 
-/** The credentials each simulated provider accepts. */
-export interface SimKeys {
-  bfl: string;
-  openai: string;
-  stability: string;
-  recraft: string;
-  ideogram: string;
-  klingAccessKey: string;
-  klingSecretKey: string;
-  luma: string;
-  runway: string;
-  minimax: string;
-  google: string;
-  elevenlabs: string;
-}
+/** The credentials each simulated provider accepts: the router's own, by the same names. */
+export type SimKeys = ProviderKeys;
 
 /** The development keys: what `npm start` and the tests give both the simulator and the router. */
 export const DEV_KEYS: SimKeys = {

@@ -1,5 +1,5 @@
-import type { GenerationResult } from './adapter.js';
-import { transportResult } from './outcomes.js';
+import type { GenerationResult, MediaRefs, UpstreamModel } from './adapter.js';
+import { jsonSuccess, transportResult } from './outcomes.js';
 import { upstreamRequest, type UpstreamRequest, type UpstreamResponse } from './upstream-http.js';
 
 /** One request to the provider; a transport failure comes back already as its result. */
@@ -9,6 +9,16 @@ export async function exchange(url: string, request: UpstreamRequest): Promise<U
   } catch (err) {
     return transportResult(err);
   }
+}
+
+/**
+ * A provider that answers the POST itself with JSON: its success (media to re-host at `media`),
+ * or what the adapter reads in its refusal.
+ */
+export async function synchronousJson(model: UpstreamModel, body: Buffer, signal: AbortSignal, headers: Record<string, string>, media: MediaRefs, refusal: (res: UpstreamResponse) => GenerationResult): Promise<GenerationResult> {
+  const res = await exchange(model.upstreamUrl, { method: 'POST', headers, body, signal });
+  if (isResult(res)) return res;
+  return res.status >= 200 && res.status < 300 ? jsonSuccess(res, model, media) : refusal(res);
 }
 
 export function isResult(value: UpstreamResponse | GenerationResult): value is GenerationResult {

@@ -1,4 +1,5 @@
 import type { DispatchContext, GenerationResult, ProviderAdapter, ProviderInput, UpstreamModel } from '../adapter.js';
+import { KeyedAdapter } from '../keyed-adapter.js';
 import { exchange, isResult, sameProvider } from '../exchange.js';
 import { byStatus, jsonOf, jsonSuccess, lostTrack, outOfCredit, passThroughValidation, policyRefusal, providerBusy, providerFailure, shortText, uninterpretable, validationEntries } from '../outcomes.js';
 import { pollUntilSettled } from '../polling.js';
@@ -16,18 +17,8 @@ interface Status {
   details?: { 'Moderation Reasons'?: unknown; error?: unknown } | null;
 }
 
-export class BflAdapter implements ProviderAdapter {
+export class BflAdapter extends KeyedAdapter implements ProviderAdapter {
   readonly kind = 'bfl' as const;
-
-  constructor(private readonly key: string) {}
-
-  configured(): boolean {
-    return this.key !== '';
-  }
-
-  secrets(): string[] {
-    return [this.key];
-  }
 
   async dispatch(model: UpstreamModel, input: ProviderInput, context: DispatchContext): Promise<GenerationResult> {
     const res = await exchange(model.upstreamUrl, { method: 'POST', headers: { 'x-key': this.key }, body: input.raw, signal: context.signal });

@@ -1,4 +1,5 @@
 import type { DispatchContext, GenerationResult, ProviderAdapter, ProviderInput, UpstreamModel } from '../adapter.js';
+import { KeyedAdapter } from '../keyed-adapter.js';
 import { exchange, isResult } from '../exchange.js';
 import { binarySuccess, byStatus, credentialsRefused, invalidInput, jsonOf, outOfCredit, passThroughValidation, policyRefusal, providerBusy, saysPolicy, shortText, validationEntries } from '../outcomes.js';
 import type { UpstreamResponse } from '../upstream-http.js';
@@ -11,18 +12,8 @@ import type { UpstreamResponse } from '../upstream-http.js';
 
 const BUSY = new Set(['too_many_concurrent_requests', 'system_busy', 'rate_limit_exceeded']);
 
-export class ElevenLabsAdapter implements ProviderAdapter {
+export class ElevenLabsAdapter extends KeyedAdapter implements ProviderAdapter {
   readonly kind = 'elevenlabs' as const;
-
-  constructor(private readonly key: string) {}
-
-  configured(): boolean {
-    return this.key !== '';
-  }
-
-  secrets(): string[] {
-    return [this.key];
-  }
 
   async dispatch(model: UpstreamModel, input: ProviderInput, context: DispatchContext): Promise<GenerationResult> {
     const { voice_id: voice, output_format: format, ...body } = input.parsed as { voice_id: string; output_format?: string };

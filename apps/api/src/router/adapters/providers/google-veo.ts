@@ -1,4 +1,5 @@
 import type { DispatchContext, GenerationResult, ProviderAdapter, ProviderInput, UpstreamModel } from '../adapter.js';
+import { KeyedAdapter } from '../keyed-adapter.js';
 import { exchange, isResult } from '../exchange.js';
 import { credentialsRefused, invalidInput, jsonOf, jsonSuccess, lostTrack, outOfCredit, policyRefusal, providerBusy, providerFailure, providerTimeout, saysPolicy, shortText, uninterpretable } from '../outcomes.js';
 import { pollUntilSettled } from '../polling.js';
@@ -28,18 +29,8 @@ interface Operation {
   response?: { generateVideoResponse?: { generatedSamples?: unknown; raiMediaFilteredCount?: unknown; raiMediaFilteredReasons?: unknown } };
 }
 
-export class GoogleVeoAdapter implements ProviderAdapter {
+export class GoogleVeoAdapter extends KeyedAdapter implements ProviderAdapter {
   readonly kind = 'google-veo' as const;
-
-  constructor(private readonly key: string) {}
-
-  configured(): boolean {
-    return this.key !== '';
-  }
-
-  secrets(): string[] {
-    return [this.key];
-  }
 
   async dispatch(model: UpstreamModel, input: ProviderInput, context: DispatchContext): Promise<GenerationResult> {
     const res = await exchange(model.upstreamUrl, { method: 'POST', headers: { 'x-goog-api-key': this.key }, body: input.raw, signal: context.signal });

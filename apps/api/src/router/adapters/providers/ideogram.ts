@@ -1,4 +1,5 @@
 import type { DispatchContext, GenerationResult, ProviderAdapter, ProviderInput, UpstreamModel } from '../adapter.js';
+import { KeyedAdapter } from '../keyed-adapter.js';
 import { exchange, isResult } from '../exchange.js';
 import { formBody } from '../multipart.js';
 import { byStatus, invalidInput, jsonOf, jsonSuccess, outOfCredit, policyRefusal, providerBusy, saysPolicy, shortText, uninterpretable } from '../outcomes.js';
@@ -13,18 +14,8 @@ import type { UpstreamResponse } from '../upstream-http.js';
 const MEDIA = { paths: [['data', '*', 'url']] };
 const FILE_FIELDS = new Set(['character_reference_images', 'character_reference_images_mask', 'style_reference_images']);
 
-export class IdeogramAdapter implements ProviderAdapter {
+export class IdeogramAdapter extends KeyedAdapter implements ProviderAdapter {
   readonly kind = 'ideogram' as const;
-
-  constructor(private readonly key: string) {}
-
-  configured(): boolean {
-    return this.key !== '';
-  }
-
-  secrets(): string[] {
-    return [this.key];
-  }
 
   async dispatch(model: UpstreamModel, input: ProviderInput, context: DispatchContext): Promise<GenerationResult> {
     const form = await formBody(input.parsed as Record<string, unknown>, FILE_FIELDS);

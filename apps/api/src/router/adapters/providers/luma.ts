@@ -1,4 +1,5 @@
 import type { DispatchContext, GenerationResult, ProviderAdapter, ProviderInput, UpstreamModel } from '../adapter.js';
+import { KeyedAdapter } from '../keyed-adapter.js';
 import { exchange, isResult } from '../exchange.js';
 import { byStatus, invalidInput, jsonOf, jsonSuccess, lostTrack, outOfCredit, passThroughValidation, policyRefusal, providerBusy, providerFailure, saysPolicy, shortText, uninterpretable, validationEntries } from '../outcomes.js';
 import { pollUntilSettled } from '../polling.js';
@@ -17,18 +18,8 @@ interface Generation {
   failure_reason?: unknown;
 }
 
-export class LumaAdapter implements ProviderAdapter {
+export class LumaAdapter extends KeyedAdapter implements ProviderAdapter {
   readonly kind = 'luma' as const;
-
-  constructor(private readonly key: string) {}
-
-  configured(): boolean {
-    return this.key !== '';
-  }
-
-  secrets(): string[] {
-    return [this.key];
-  }
 
   async dispatch(model: UpstreamModel, input: ProviderInput, context: DispatchContext): Promise<GenerationResult> {
     const res = await exchange(model.upstreamUrl, { method: 'POST', headers: { authorization: `Bearer ${this.key}` }, body: input.raw, signal: context.signal });

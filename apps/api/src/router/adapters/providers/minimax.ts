@@ -1,4 +1,5 @@
 import type { DispatchContext, GenerationResult, ProviderAdapter, ProviderInput, UpstreamModel } from '../adapter.js';
+import { KeyedAdapter } from '../keyed-adapter.js';
 import { exchange, isResult } from '../exchange.js';
 import { byStatus, credentialsRefused, invalidInput, jsonOf, jsonSuccess, lostTrack, outOfCredit, policyRefusal, providerBusy, providerFailure, shortText, uninterpretable } from '../outcomes.js';
 import { pollUntilSettled } from '../polling.js';
@@ -16,18 +17,8 @@ interface BaseResp {
   base_resp?: { status_code?: unknown; status_msg?: unknown };
 }
 
-export class MinimaxAdapter implements ProviderAdapter {
+export class MinimaxAdapter extends KeyedAdapter implements ProviderAdapter {
   readonly kind = 'minimax' as const;
-
-  constructor(private readonly key: string) {}
-
-  configured(): boolean {
-    return this.key !== '';
-  }
-
-  secrets(): string[] {
-    return [this.key];
-  }
 
   private headers(): Record<string, string> {
     return { authorization: `Bearer ${this.key}` };

@@ -1,6 +1,7 @@
 import type { DispatchContext, GenerationResult, ProviderAdapter, ProviderInput, UpstreamModel } from '../adapter.js';
-import { exchange, isResult } from '../exchange.js';
-import { byStatus, invalidInput, jsonOf, jsonSuccess, outOfCredit, policyRefusal, providerBusy, saysPolicy, shortText } from '../outcomes.js';
+import { KeyedAdapter } from '../keyed-adapter.js';
+import { synchronousJson } from '../exchange.js';
+import { byStatus, invalidInput, jsonOf, outOfCredit, policyRefusal, providerBusy, saysPolicy, shortText } from '../outcomes.js';
 import type { UpstreamResponse } from '../upstream-http.js';
 
 // Recraft: `POST /v1/images/generations` with a bearer key answers the finished result,
@@ -8,24 +9,11 @@ import type { UpstreamResponse } from '../upstream-http.js';
 
 const MEDIA = { paths: [['data', '*', 'url']] };
 
-export class RecraftAdapter implements ProviderAdapter {
+export class RecraftAdapter extends KeyedAdapter implements ProviderAdapter {
   readonly kind = 'recraft' as const;
 
-  constructor(private readonly key: string) {}
-
-  configured(): boolean {
-    return this.key !== '';
-  }
-
-  secrets(): string[] {
-    return [this.key];
-  }
-
-  async dispatch(model: UpstreamModel, input: ProviderInput, context: DispatchContext): Promise<GenerationResult> {
-    const res = await exchange(model.upstreamUrl, { method: 'POST', headers: { authorization: `Bearer ${this.key}` }, body: input.raw, signal: context.signal });
-    if (isResult(res)) return res;
-    if (res.status >= 200 && res.status < 300) return jsonSuccess(res, model, MEDIA);
-    return this.refusal(res);
+  dispatch(model: UpstreamModel, input: ProviderInput, context: DispatchContext): Promise<GenerationResult> {
+    return synchronousJson(model, input.raw, context.signal, { authorization: `Bearer ${this.key}` }, MEDIA, (res) => this.refusal(res));
   }
 
   private refusal(res: UpstreamResponse): GenerationResult {

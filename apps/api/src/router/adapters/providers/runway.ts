@@ -1,4 +1,5 @@
 import type { DispatchContext, GenerationResult, ProviderAdapter, ProviderInput, UpstreamModel } from '../adapter.js';
+import { KeyedAdapter } from '../keyed-adapter.js';
 import { exchange, isResult } from '../exchange.js';
 import { byStatus, invalidInput, jsonOf, jsonSuccess, lostTrack, outOfCredit, policyRefusal, providerBusy, providerFailure, saysPolicy, shortText, uninterpretable } from '../outcomes.js';
 import { pollUntilSettled } from '../polling.js';
@@ -20,18 +21,8 @@ interface Task {
   failureCode?: unknown;
 }
 
-export class RunwayAdapter implements ProviderAdapter {
+export class RunwayAdapter extends KeyedAdapter implements ProviderAdapter {
   readonly kind = 'runway' as const;
-
-  constructor(private readonly key: string) {}
-
-  configured(): boolean {
-    return this.key !== '';
-  }
-
-  secrets(): string[] {
-    return [this.key];
-  }
 
   private headers(): Record<string, string> {
     return { authorization: `Bearer ${this.key}`, 'x-runway-version': RUNWAY_API_VERSION };

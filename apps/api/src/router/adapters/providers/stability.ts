@@ -1,4 +1,5 @@
 import type { DispatchContext, GenerationResult, ProviderAdapter, ProviderInput, UpstreamModel } from '../adapter.js';
+import { KeyedAdapter } from '../keyed-adapter.js';
 import { exchange, isResult } from '../exchange.js';
 import { formBody } from '../multipart.js';
 import { byStatus, invalidInput, jsonOf, jsonSuccess, outOfCredit, policyRefusal, providerBusy, shortText, uninterpretable } from '../outcomes.js';
@@ -12,18 +13,8 @@ import type { UpstreamResponse } from '../upstream-http.js';
 
 const FILE_FIELDS = new Set(['image']);
 
-export class StabilityAdapter implements ProviderAdapter {
+export class StabilityAdapter extends KeyedAdapter implements ProviderAdapter {
   readonly kind = 'stability' as const;
-
-  constructor(private readonly key: string) {}
-
-  configured(): boolean {
-    return this.key !== '';
-  }
-
-  secrets(): string[] {
-    return [this.key];
-  }
 
   async dispatch(model: UpstreamModel, input: ProviderInput, context: DispatchContext): Promise<GenerationResult> {
     const form = await formBody(input.parsed as Record<string, unknown>, FILE_FIELDS);
