@@ -50,7 +50,10 @@ export class MediaRehostService {
     const signed = new Map<string, string>();
     try {
       for (let i = 0; i < urls.length; i += PARALLEL) {
-        await Promise.all(urls.slice(i, i + PARALLEL).map(async (url, j) => signed.set(url, await this.rehostOne(url, i + j, model, media, target, signal))));
+        // Every transfer of a batch ends (recorded or not) before a failure ends the call.
+        const batch = await Promise.allSettled(urls.slice(i, i + PARALLEL).map(async (url, j) => signed.set(url, await this.rehostOne(url, i + j, model, media, target, signal))));
+        const failed = batch.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+        if (failed) throw failed.reason;
       }
     } catch (err) {
       if (err instanceof MediaUnavailable) return errorResult('provider_error', `The provider's result media could not be fetched (${err.message}).`);
