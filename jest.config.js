@@ -13,18 +13,44 @@ const swc = [
   },
 ];
 
-export default {
-  testEnvironment: 'node',
-  // End-to-end suites start real processes; a single test may take several seconds.
+const common = {
   testTimeout: 30_000,
+  testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': swc },
   moduleNameMapper: {
     '^#libs/(.*)$': '<rootDir>/libs/$1/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
-  testMatch: ['<rootDir>/{apps,libs,test}/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
-  // The reliability suites leave their findings behind; this turns them into docs/reliability.md.
+};
+
+// The tiers (`npm run test:<tier>`; `npm test` runs them all):
+// - unit: no services at all (a test may run the sim-engine in-process);
+// - db: PostgreSQL and Redis, no process of ours;
+// - e2e: the real processes over PostgreSQL, Redis and the S3-compatible server, and the browser;
+// - reliability: faults, load, fuzzing and isolation against the real processes.
+const DB_TIER = ['<rootDir>/test/db/', '<rootDir>/test/jobs/', '<rootDir>/test/router/workspace-lease.test.ts'];
+
+export default {
+  // End-to-end suites start real processes; a single test may take several seconds.
+  testTimeout: 30_000,
+  projects: [
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/{apps,libs,test}/**/*.test.ts'],
+      testPathIgnorePatterns: [...common.testPathIgnorePatterns, '\\.e2e\\.test\\.ts$', ...DB_TIER],
+    },
+    { ...common, displayName: 'db', testMatch: ['<rootDir>/test/{db,jobs}/**/*.test.ts', '<rootDir>/test/router/workspace-lease.test.ts'] },
+    {
+      ...common,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/**/*.e2e.test.ts'],
+      testPathIgnorePatterns: [...common.testPathIgnorePatterns, '<rootDir>/test/reliability/', ...DB_TIER],
+    },
+    { ...common, displayName: 'reliability', testMatch: ['<rootDir>/test/reliability/**/*.test.ts'] },
+  ],
+  // The reliability suites leave their findings behind; this turns them into .data/reliability.md.
   globalTeardown: '<rootDir>/test/reliability/write-report.js',
 };

@@ -3,10 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/node-runtime.sh
-# `npm install` honours package-lock.json; `npm ci` here rejects the lock for lacking other
-# platforms' optional binaries (napi-rs, swc), which npm itself does not write into it.
-# --no-save: installing never rewrites the tracked package-lock.json (npm would add those
-# binaries' entries to it); `npm start` leaves the checkout as it found it.
+# Installs what package-lock.json pins, and never rewrites it (`--no-save`): `npm start` and
+# `npm test` must leave the working tree as they found it. Not `npm ci`: it refuses this lock, which
+# cannot name the other platforms' builds @napi-rs/blake-hash declares, as the registry has none of
+# that version (npm skips them when it writes the lock, and `npm ci` then calls the lock stale).
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm install --no-save --no-audit --no-fund --loglevel=error
 fi

@@ -9,7 +9,7 @@ if [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -l
   node_runtime_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/node-runtime"
   if [ ! -x "$node_runtime_dir/node_modules/.bin/node" ]; then
     echo "node $(node --version 2>/dev/null || echo missing) is older than $NODE_RUNTIME_MAJOR: installing the pinned Node.js $NODE_RUNTIME_MAJOR from the npm registry" >&2
-    (cd "$node_runtime_dir" && npm install --no-audit --no-fund --loglevel=error >&2)
+    (cd "$node_runtime_dir" && npm install --no-save --no-audit --no-fund --loglevel=error >&2)
   fi
   if [ ! -x "$node_runtime_dir/node_modules/.bin/node" ]; then
     echo "No Node.js $NODE_RUNTIME_MAJOR build on the npm registry for $(uname -s)/$(uname -m): install Node.js $NODE_RUNTIME_MAJOR and run again." >&2

@@ -69,7 +69,9 @@ await start('sim-engine', 'dist/apps/sim-engine/src/main.js', { SIM_ENGINE_PORT:
 // Generations a quarter as long as the real ones: a video in about 10 s.
 await start('partner-sim', 'dist/apps/partner-sim/src/main.js', { PARTNER_SIM_PORT: simPort, PARTNER_SIM_TIME_SCALE: env.PARTNER_SIM_TIME_SCALE ?? '0.25' });
 await start('worker', 'dist/apps/worker/src/main.js', { ENGINE_URL: env.ENGINE_URL ?? `http://127.0.0.1:${enginePort}` });
-await start('api', 'dist/apps/api/src/main.js', { API_PORT: apiPort, ...routerEnv });
+// A development stack takes calls from pages on any origin (a front end on its own dev server);
+// CORS_ALLOWED_ORIGINS, even empty, says otherwise. Production's default is no origin at all.
+await start('api', 'dist/apps/api/src/main.js', { API_PORT: apiPort, CORS_ALLOWED_ORIGINS: env.CORS_ALLOWED_ORIGINS ?? '*', ...routerEnv });
 
 const admin = (...args) => JSON.parse(execFileSync(process.execPath, ['dist/apps/admin/src/main.js', ...args], { env: { ...env, ...routerEnv } }).toString());
 

@@ -21,7 +21,8 @@ export interface NewAsset {
 
 /**
  * A new asset over bytes already recorded and referenced (a copy of an existing asset), or null
- * when a deletion took the blob meanwhile. Under the blob's lock, as uploads record theirs.
+ * when a deletion took the blob meanwhile. Under the blob's lock, as uploads record theirs. Its
+ * bytes were not new to anyone (`created_new` false).
  */
 export async function createAssetRecord(db: Db, a: NewAsset): Promise<Asset | null> {
   try {
@@ -81,8 +82,9 @@ export async function recordUploadedAsset(db: Db, stored: StoredBlob, a: Omit<Ne
     stored.hash,
     db.$executeRaw`
       WITH ${blobRow(stored)}
-      INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at)
-      VALUES (${id}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null})`,
+      INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at, created_new)
+      VALUES (${id}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null},
+              ${bytesNewToAccount(a.accountId, stored.hash)})`,
   );
   return db.asset.findUniqueOrThrow({ where: { id } });
 }
@@ -100,9 +102,21 @@ export async function recordStoredAsset(db: Db, store: BlobStore, stored: Stored
       INSERT INTO blobs (hash, size_bytes, storage_key) SELECT ${stored.hash}, ${BigInt(stored.sizeBytes)}, ${stored.storageKey} FROM lock
       ON CONFLICT (hash) DO NOTHING
     )
-    INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at)
-    SELECT ${randomUUID()}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null} FROM lock`;
+    INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at, created_new)
+    SELECT ${randomUUID()}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null},
+           ${bytesNewToAccount(a.accountId, stored.hash)} FROM lock`;
   return store.has(stored.hash);
+}
+
+/**
+ * Whether the account holds no live record of these bytes: what `created_new` says of a record
+ * made now. Asked under the blob's lock, so of two uploads of the same new bytes only the first
+ * says so. About the account only: whether anyone else stored the bytes is not its business.
+ * (An expired record answers 404 and does not count.)
+ */
+export function bytesNewToAccount(accountId: string, hash: string): Prisma.Sql {
+  return Prisma.sql`NOT EXISTS (SELECT 1 FROM assets mine WHERE mine.account_id = ${accountId}::uuid AND mine.blob_hash = ${hash}
+                                AND (mine.expires_at IS NULL OR mine.expires_at > now()))`;
 }
 
 const TYPES: Record<string, string> = {

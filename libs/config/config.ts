@@ -18,6 +18,9 @@ export const ENV_DEFAULTS = {
   PUBLIC_URL: '',
   SURFACE: 'cloud',
   BASE_PATH: '',
+  // Origins whose pages may call the API from a browser (CORS): comma-separated, or `*` for any.
+  // Empty: no CORS headers at all, so browsers only reach the API from its own origin.
+  CORS_ALLOWED_ORIGINS: '',
   DEPLOYMENT_DOMAIN: '',
   SELF_HOSTED_TOKEN: '',
   OPERATOR_TOKEN: '',
@@ -28,6 +31,10 @@ export const ENV_DEFAULTS = {
   SIGNED_URL_TTL_SECONDS: '3600',
   MAX_UPLOAD_BYTES: String(100 * 1024 * 1024),
   MAX_JSON_BODY_BYTES: String(8 * 1024 * 1024),
+  // v1 user data (the engine's user folder: saved workflows, settings): one file, and one account's total.
+  USERDATA_MAX_FILE_BYTES: String(10 * 1024 * 1024),
+  USERDATA_MAX_ACCOUNT_BYTES: String(100 * 1024 * 1024),
+  USERDATA_MAX_FILES: '10000',
   // A client must have sent its whole request (headers and body) within these, or it gets 408.
   HTTP_HEADERS_TIMEOUT_MS: '30000',
   HTTP_REQUEST_TIMEOUT_MS: '120000',
@@ -55,6 +62,9 @@ export const ENV_DEFAULTS = {
   PREFER_WAIT_MAX_SECONDS: '60',
   ENGINE_URL: 'http://127.0.0.1:8188',
   ENGINE_STALL_TIMEOUT_MS: '60000',
+  // The engine's input folder as the worker sees it (a shared volume), or empty: then staged inputs
+  // stay there, in a folder no listing shows and no other tenant can name (docs/operations.md).
+  ENGINE_INPUT_DIR: '',
   WORKER_ID: '',
   WORKER_HOST: '127.0.0.1',
   WORKER_PORT: '8081',
@@ -127,6 +137,7 @@ const schema = z.object({
   BASE_PATH: z
     .string()
     .regex(/^(\/[A-Za-z0-9._~-]+)*$/, 'must be empty or like /prefix (no trailing slash)'),
+  CORS_ALLOWED_ORIGINS: z.string().refine((v) => parseCorsOrigins(v) !== null, 'must be empty, `*`, or origins such as https://app.example.com separated by commas'),
   DEPLOYMENT_DOMAIN: z.string(),
   SELF_HOSTED_TOKEN: z.string(),
   OPERATOR_TOKEN: z.string(),
@@ -136,6 +147,9 @@ const schema = z.object({
   SIGNED_URL_TTL_SECONDS: int(1, 7 * 24 * 3600),
   MAX_UPLOAD_BYTES: int(1),
   MAX_JSON_BODY_BYTES: int(1024),
+  USERDATA_MAX_FILE_BYTES: int(1, 1024 * 1024 * 1024),
+  USERDATA_MAX_ACCOUNT_BYTES: int(1),
+  USERDATA_MAX_FILES: int(1, 10_000_000),
   HTTP_HEADERS_TIMEOUT_MS: int(100, 3_600_000),
   HTTP_REQUEST_TIMEOUT_MS: int(100, 24 * 3_600_000),
   HTTP_TIMEOUT_CHECK_MS: int(10, 60_000),
@@ -159,6 +173,7 @@ const schema = z.object({
   PREFER_WAIT_MAX_SECONDS: int(0, 600),
   ENGINE_URL: url(['http:', 'https:']),
   ENGINE_STALL_TIMEOUT_MS: int(100),
+  ENGINE_INPUT_DIR: z.string(),
   WORKER_ID: z.string().regex(/^[A-Za-z0-9._-]{0,64}$/, 'letters, digits, . _ - only'),
   WORKER_HOST: z.string().min(1),
   WORKER_PORT: int(0, 65535),
@@ -195,7 +210,16 @@ export interface Config {
   databasePreparedStatements: boolean;
   redisUrl: string;
   redisPrefix: string;
-  api: { host: string; port: number; publicUrl: string; basePath: string; trustProxyHops: number; shutdownGraceMs: number };
+  api: {
+    host: string;
+    port: number;
+    publicUrl: string;
+    basePath: string;
+    trustProxyHops: number;
+    shutdownGraceMs: number;
+    /** Browser origins allowed to call the API (CORS): `*` for any; empty for none. */
+    corsOrigins: '*' | string[];
+  };
   surface: Surface;
   deploymentDomain: string;
   selfHostedToken: string;
@@ -206,6 +230,8 @@ export interface Config {
   signedUrlTtlSeconds: number;
   maxUploadBytes: number;
   maxJsonBodyBytes: number;
+  /** v1 user data: bytes of one file, bytes and files of one account. */
+  userdata: { maxFileBytes: number; maxAccountBytes: number; maxFiles: number };
   /** Deadlines for receiving a request, against clients that send it slowly or never finish. */
   http: { headersTimeoutMs: number; requestTimeoutMs: number; timeoutCheckMs: number };
   storage:
@@ -232,7 +258,7 @@ export interface Config {
     sseKeepaliveMs: number;
     preferWaitMaxSeconds: number;
   };
-  worker: { engineUrl: string; engineStallTimeoutMs: number; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
+  worker: { engineUrl: string; engineStallTimeoutMs: number; engineInputDir: string; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
   router: {
     jwtSecret: string;
     jwtPublicKeys: string;
@@ -260,7 +286,7 @@ export interface ProviderKeys {
   elevenlabs: string;
 }
 
-/** `acme=http://127.0.0.1:9000,nova=https://proxy/nova` to a map; null when malformed. */
+/** `bfl=http://127.0.0.1:8190/bfl,openai=https://proxy/openai` to a map; null when malformed. */
 export function parseUpstreamBaseUrls(value: string): Record<string, string> | null {
   const result: Record<string, string> = {};
   for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
@@ -271,6 +297,22 @@ export function parseUpstreamBaseUrls(value: string): Record<string, string> | n
     result[provider] = base;
   }
   return result;
+}
+
+/**
+ * `*`, or `https://app.example.com,http://localhost:5173` to the list of origins; empty to none;
+ * null when malformed. An origin is what a browser sends in `Origin`: scheme, host and a port
+ * other than the scheme's default, nothing else (no path, no trailing slash).
+ */
+export function parseCorsOrigins(value: string): '*' | string[] | null {
+  const entries = value.split(',').map((e) => e.trim()).filter(Boolean);
+  if (entries.length === 1 && entries[0] === '*') return '*';
+  for (const entry of entries) {
+    if (!URL.canParse(entry)) return null;
+    const url = new URL(entry);
+    if (!['http:', 'https:'].includes(url.protocol) || url.origin !== entry) return null;
+  }
+  return [...new Set(entries)];
 }
 
 export class ConfigError extends Error {}
@@ -333,6 +375,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       basePath: e.BASE_PATH,
       trustProxyHops: e.TRUST_PROXY_HOPS,
       shutdownGraceMs: e.API_SHUTDOWN_GRACE_MS,
+      corsOrigins: parseCorsOrigins(e.CORS_ALLOWED_ORIGINS) ?? [],
     },
     surface: e.SURFACE,
     deploymentDomain: e.DEPLOYMENT_DOMAIN,
@@ -343,6 +386,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     signedUrlTtlSeconds: e.SIGNED_URL_TTL_SECONDS,
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
+    userdata: { maxFileBytes: e.USERDATA_MAX_FILE_BYTES, maxAccountBytes: e.USERDATA_MAX_ACCOUNT_BYTES, maxFiles: e.USERDATA_MAX_FILES },
     http: {
       // Node requires the headers deadline to fall within the whole request's.
       headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS),
@@ -376,6 +420,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     worker: {
       engineUrl: e.ENGINE_URL,
       engineStallTimeoutMs: e.ENGINE_STALL_TIMEOUT_MS,
+      engineInputDir: e.ENGINE_INPUT_DIR,
       workerId: e.WORKER_ID,
       host: e.WORKER_HOST,
       port: e.WORKER_PORT,

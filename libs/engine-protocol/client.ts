@@ -3,6 +3,7 @@
  * Uploads and downloads are streamed. Requests go over node:http on kept-alive sockets: the
  * worker makes several per job, and fetch (undici) costs about 0.4 ms more for each.
  */
+import { parseLosslessJson } from '#libs/contracts';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
@@ -167,7 +168,8 @@ export class EngineClient {
     const res = await this.request(method, path, { json });
     const text = await readText(res);
     if (!isOk(res)) throw new EngineHttpError(method, path, res.statusCode ?? 0, text);
-    return JSON.parse(text) as T;
+    // The engine writes Python ints whole (a seed's bound is 2^64 - 1): kept so.
+    return parseLosslessJson(text) as T;
   }
 
   private async expectOk(method: string, path: string, json?: unknown): Promise<void> {

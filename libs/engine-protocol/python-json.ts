@@ -6,6 +6,8 @@
  */
 export function pythonJsonDumps(value: unknown): string {
   if (value === null || value === undefined) return 'null';
+  // An integer kept whole by a lossless parse (JSON.rawJSON): Python prints every digit too.
+  if ((JSON as JSON & { isRawJSON(v: unknown): v is { rawJSON: string } }).isRawJSON(value)) return value.rawJSON;
   switch (typeof value) {
     case 'boolean':
       return value ? 'true' : 'false';

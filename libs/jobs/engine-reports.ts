@@ -1,3 +1,4 @@
+import { parseLosslessJson } from '#libs/contracts';
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
@@ -36,7 +37,7 @@ export class EngineReportCache<T> {
     if (version && version === this.version && this.value) return this.value;
     const text = await this.redis.get(this.key);
     if (!text) return this.value;
-    this.value = JSON.parse(text) as T;
+    this.value = parseLosslessJson(text) as T;
     this.version = version;
     return this.value;
   }

@@ -35,6 +35,31 @@ export function isStreamId(value: string): boolean {
   return ms <= MAX_ID_PART && seq <= MAX_ID_PART && !(ms === MAX_ID_PART && seq === MAX_ID_PART);
 }
 
+/**
+ * Event ids on the wire (SSE `id:`, Last-Event-ID). A logged event's id is its stream id with the
+ * sequence scaled by DERIVED_SLOTS (`ms-seq` becomes `ms-seq·2^20`; mostly `ms-0` either way). That
+ * leaves room, after each logged event, for the events a stream sends of its own between two logged
+ * ones (a queue position, a status read from the job's row): `ms-(seq·2^20 + n)`. So every event on
+ * a stream has its own id, ids still look like stream ids and sort as the events were sent, and a
+ * Last-Event-ID names the logged event it follows (parseEventId).
+ */
+const DERIVED_SLOTS = 2n ** 20n;
+
+/** The wire id of a logged event (`derived` 0), or of the `derived`-th event a stream sent after it. */
+export function eventIdOf(loggedId: string, derived = 0): string {
+  const [ms, seq] = loggedId.split('-').map(BigInt) as [bigint, bigint];
+  return `${ms}-${seq * DERIVED_SLOTS + BigInt(Math.min(derived, Number(DERIVED_SLOTS) - 1))}`;
+}
+
+/** A wire id: the logged event it is or follows, and how many events the stream sent after that one. */
+export function parseEventId(wire: string): { after: string; derived: number } | null {
+  if (!STREAM_ID.test(wire)) return null;
+  const [ms, seq] = wire.split('-').map(BigInt) as [bigint, bigint];
+  if (ms > MAX_ID_PART || seq > MAX_ID_PART) return null;
+  const after = `${ms}-${seq / DERIVED_SLOTS}`;
+  return isStreamId(after) ? { after, derived: Number(seq % DERIVED_SLOTS) } : null;
+}
+
 /** Orders two stream ids as the log does: negative when `a` came first. */
 export function compareStreamIds(a: string, b: string): number {
   const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
@@ -45,7 +70,13 @@ export function compareStreamIds(a: string, b: string): number {
 // XADD, EXPIRE and PUBLISH in one round trip, atomically: a listener that sees the published
 // event can always find it in the log, which is what makes Last-Event-ID resumption lossless.
 // ARGV[7] set: a status or output event, kept again under the same id in the untrimmed stream.
+// ARGV[8] set: a worker's event, logged only while its run still holds the job's lease (KEYS[4]).
+const PUBLISH_HELD = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('PUBLISH', KEYS[2], ARGV[2])`;
+
 const APPEND = `
+if ARGV[8] ~= '' and redis.call('GET', KEYS[4]) ~= ARGV[8] then return false end
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[2], 'd', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 if ARGV[7] == '1' then
@@ -63,17 +94,32 @@ export class JobEventLog {
     private readonly retentionMs: number,
     private readonly maxEvents = MAX_EVENTS_PER_JOB,
   ) {
+    // Defined before any command is sent: an auto-pipeline made earlier would not know them.
     if (!(redis as Redis & { appendJobEvent?: unknown }).appendJobEvent) {
-      redis.defineCommand('appendJobEvent', { numberOfKeys: 3, lua: APPEND });
+      redis.defineCommand('appendJobEvent', { numberOfKeys: 4, lua: APPEND });
+      redis.defineCommand('publishIfLeased', { numberOfKeys: 2, lua: PUBLISH_HELD });
     }
   }
 
-  async append(jobId: string, accountId: string, event: JobEventName, data: unknown): Promise<string> {
-    const r = this.redis as Redis & { appendJobEvent(...args: (string | number)[]): Promise<string> };
+  /** Publishes a run's message for the account's v1 sockets, only while the run still holds its job's lease. */
+  async publishLeased(message: AccountMessage, lease: string): Promise<void> {
+    const r = this.redis as Redis & { publishIfLeased(...args: string[]): Promise<number> };
+    await r.publishIfLeased(this.keys.lease(message.jobId), this.keys.accountChannel, lease, JSON.stringify(message));
+  }
+
+  /**
+   * Logs and publishes one event; its id, or null when `lease` is given and no longer held: a run
+   * whose job another worker has taken over reports nothing more.
+   */
+  append(jobId: string, accountId: string, event: JobEventName, data: unknown): Promise<string>;
+  append(jobId: string, accountId: string, event: JobEventName, data: unknown, lease: string): Promise<string | null>;
+  async append(jobId: string, accountId: string, event: JobEventName, data: unknown, lease?: string): Promise<string | null> {
+    const r = this.redis as Redis & { appendJobEvent(...args: (string | number)[]): Promise<string | null> };
     return r.appendJobEvent(
       this.keys.events(jobId),
       this.keys.jobEventsChannel,
       this.keys.keptEvents(jobId),
+      this.keys.lease(jobId),
       this.maxEvents,
       event,
       JSON.stringify(data),
@@ -81,6 +127,7 @@ export class JobEventLog {
       jobId,
       accountId,
       KEPT_EVENTS.has(event) ? '1' : '0',
+      lease ?? '',
     );
   }
 

@@ -1,10 +1,10 @@
 export { deletePrefixedKeys, jobKeys } from './keys.js';
 export type { JobKeys } from './keys.js';
 export { ExtraDataVault, sealExtraData, openExtraData } from './extra-data.js';
-export { JobEventLog, compareStreamIds, isStreamId, parsePublishedJobEvent, publishAccountMessage } from './events.js';
+export { JobEventLog, compareStreamIds, eventIdOf, isStreamId, parseEventId, parsePublishedJobEvent, publishAccountMessage } from './events.js';
 export type { JobEventName, StoredJobEvent, PublishedJobEvent, AccountMessage } from './events.js';
-export { ACTIVE_STATUSES, canTransition, transition, finishJob, claimJob, extendRunDeadline, jobColumns, jobFromRow } from './state.js';
-export type { Outcome } from './state.js';
+export { ACTIVE_STATUSES, canTransition, transition, finishJob, claimJob, extendRunDeadline, saveProgress, leaseToken, jobColumns, jobFromRow } from './state.js';
+export type { Outcome, RunLease } from './state.js';
 export { ProgressTracker } from './progress.js';
 export { createRunQueue, runJobId, jobIdOfRun } from './run-queue.js';
 export type { RunPayload } from './run-queue.js';

@@ -11,6 +11,8 @@ export interface JobKeys {
   keptEvents(jobId: string): string;
   extraData(jobId: string): string;
   cancelFlag(jobId: string): string;
+  /** Which attempt of the job may still report: `<worker id>/<attempt>` (see `RunLease`). */
+  lease(jobId: string): string;
   jobEventsChannel: string;
   accountChannel: string;
   cancelChannel: string;
@@ -32,6 +34,7 @@ export function jobKeys(prefix: string): JobKeys {
     keptEvents: (jobId) => `${prefix}:job:${jobId}:events:kept`,
     extraData: (jobId) => `${prefix}:job:${jobId}:extra`,
     cancelFlag: (jobId) => `${prefix}:job:${jobId}:cancel`,
+    lease: (jobId) => `${prefix}:job:${jobId}:lease`,
     jobEventsChannel: `${prefix}:ev:job`,
     accountChannel: `${prefix}:ev:acct`,
     cancelChannel: `${prefix}:cancel`,

@@ -1,3 +1,4 @@
+import { parseLosslessJson } from '#libs/contracts';
 import { Prisma, type Db, type Job, type JobStatus } from '#libs/db';
 
 export const ACTIVE_STATUSES: JobStatus[] = ['queued', 'running', 'canceling'];
@@ -19,6 +20,21 @@ export function canTransition(from: JobStatus, to: JobStatus): boolean {
   return ALLOWED[from].includes(to);
 }
 
+/**
+ * One attempt of a job on one worker: its claim set the job's worker and attempt count. Whatever
+ * the run records is guarded by it, so a run whose job another worker has taken over (this one
+ * stopped answering for a while, then came back) records nothing: no output, progress or status.
+ */
+export interface RunLease {
+  workerId: string;
+  attempt: number;
+}
+
+/** The lease as Redis holds it (`JobKeys.lease`): the run's events are logged only while it matches. */
+export function leaseToken(lease: RunLease): string {
+  return `${lease.workerId}/${lease.attempt}`;
+}
+
 function isNotFound(err: unknown): boolean {
   return (err as { code?: string }).code === 'P2025';
 }
@@ -33,7 +49,7 @@ export async function transition(
   from: JobStatus[],
   to: JobStatus,
   patch: Prisma.JobUpdateInput = {},
-  guard: { workerId?: string } = {},
+  guard: { workerId?: string; attempts?: number } = {},
 ): Promise<Job | null> {
   const allowedFrom = from.filter((f) => canTransition(f, to));
   if (allowedFrom.length === 0) return null;
@@ -51,10 +67,20 @@ export interface Outcome {
   log?: { text: string; truncated: boolean } | null;
   /** The last progress snapshot, stored with the terminal status. */
   progress?: object | null;
+  /**
+   * How long the engine worked on the job in the run that ends it. The job is charged for this and
+   * for what earlier runs that handed it back reported (`billed_ms`); a run lost with its worker
+   * reported nothing and costs nothing.
+   */
+  engineMs?: number;
+  /** The service's own failure (its store could not keep the outputs): the job costs nothing. */
+  free?: boolean;
+  /** The run's execution messages as v1 clients were sent them ([type, data]), for v1 history. */
+  engineMessages?: Array<[string, unknown]> | null;
 }
 
 /**
- * Ends a job: the terminal transition and the charge for its execution time happen in one SQL
+ * Ends a job: the terminal transition and the charge for the engine's time happen in one SQL
  * statement, so they commit together or not at all, and the ledger's unique (reason, ref) means
  * a job is never charged twice. (One statement rather than an interactive transaction: it holds
  * no connection between round trips, which matters on the hot path of every job.)
@@ -65,7 +91,7 @@ export async function finishJob(
   outcome: Outcome,
   creditsPerSecond: number,
   now = new Date(),
-  guard: { workerId?: string } = {},
+  guard: Partial<RunLease> = {},
 ): Promise<Job | null> {
   const terminal = outcome.status === 'canceled' || outcome.status === 'expired' || outcome.status === 'failed' || outcome.status === 'succeeded';
   // Any ending of a canceling job makes it canceled (below), so canceling is always a start.
@@ -74,6 +100,8 @@ export async function finishJob(
   const error = outcome.error ? JSON.stringify(outcome.error) : null;
   const log = outcome.log ?? null;
   const progress = outcome.progress ? JSON.stringify(outcome.progress) : null;
+  const engineMs = Math.max(0, Math.round(outcome.engineMs ?? 0));
+  const engineMessages = outcome.engineMessages ? JSON.stringify(outcome.engineMessages) : null;
   const rows = await db.$queryRaw<Record<string, unknown>[]>`
     WITH done AS (
       UPDATE jobs SET
@@ -86,8 +114,10 @@ export async function finishJob(
                         THEN greatest(0, floor(extract(epoch FROM (${now}::timestamptz - created_at)) * 1000))::int ELSE queue_ms END,
         error = CASE WHEN status = 'canceling' THEN error ELSE coalesce(${error}::jsonb, error) END,
         progress = coalesce(${progress}::jsonb, progress),
-        charged_credits = CASE WHEN started_at IS NULL THEN 0
-                               ELSE ceil(greatest(0, extract(epoch FROM (${now}::timestamptz - started_at))))::bigint * ${creditsPerSecond} END,
+        engine_messages = coalesce(${engineMessages}::jsonb, engine_messages),
+        billed_ms = billed_ms + ${engineMs},
+        charged_credits = CASE WHEN ${outcome.free === true} THEN 0
+                               ELSE ceil((billed_ms + ${engineMs}) / 1000.0)::bigint * ${creditsPerSecond} END,
         log_text = CASE WHEN ${log !== null} THEN ${log?.text ?? null} ELSE log_text END,
         log_truncated = CASE WHEN ${log !== null} THEN ${log?.truncated ?? false} ELSE log_truncated END,
         log_captured_at = CASE WHEN ${log !== null} THEN ${now}::timestamptz ELSE log_captured_at END,
@@ -95,6 +125,7 @@ export async function finishJob(
       WHERE id = ${jobId}::uuid
         AND status = ANY(${from}::"JobStatus"[])
         AND (${guard.workerId ?? null}::text IS NULL OR worker_id = ${guard.workerId ?? null})
+        AND (${guard.attempt ?? null}::int IS NULL OR attempts = ${guard.attempt ?? null})
       RETURNING ${jobColumns()}
     ), charge AS (
       INSERT INTO credit_ledger (account_id, amount, reason, ref)
@@ -115,10 +146,18 @@ export async function finishJob(
  * expires a running job soon after its run deadline (its backstop for workers that vanished), must
  * not take that for a run that went on too long.
  */
-export async function extendRunDeadline(db: Db, jobId: string, seconds: number): Promise<void> {
+export async function extendRunDeadline(db: Db, jobId: string, seconds: number, lease: RunLease): Promise<void> {
   await db.$executeRaw`
     UPDATE jobs SET run_deadline_at = now() + make_interval(secs => ${seconds})
-    WHERE id = ${jobId}::uuid AND status = 'running' AND run_deadline_at < now() + make_interval(secs => ${seconds})`;
+    WHERE id = ${jobId}::uuid AND status = 'running' AND run_deadline_at < now() + make_interval(secs => ${seconds})
+      AND worker_id = ${lease.workerId} AND attempts = ${lease.attempt}`;
+}
+
+/** Stores a running job's progress snapshot, while the run still holds the job. */
+export async function saveProgress(db: Db, jobId: string, progress: object, lease: RunLease): Promise<void> {
+  await db.$executeRaw`
+    UPDATE jobs SET progress = ${JSON.stringify(progress)}::jsonb, updated_at = now()
+    WHERE id = ${jobId}::uuid AND status IN ('running', 'canceling') AND worker_id = ${lease.workerId} AND attempts = ${lease.attempt}`;
 }
 
 /**
@@ -134,7 +173,7 @@ export async function claimJob(
   jobId: string,
   claim: { workerId: string; enginePromptId: string; executionTimeoutSeconds: number },
 ): Promise<{ job: Job; firstStart: boolean } | null> {
-  const rows = await db.$queryRaw<(Record<string, unknown> & { first_start: boolean })[]>`
+  const rows = await db.$queryRaw<(Record<string, unknown> & { first_start: boolean; workflow_text: string; submitted_text: string | null })[]>`
     UPDATE jobs SET
       status = 'running',
       worker_id = ${claim.workerId},
@@ -146,11 +185,12 @@ export async function claimJob(
       updated_at = now()
     WHERE id = ${jobId}::uuid AND status = 'queued'
       AND (attempts > 0 OR queue_deadline_at IS NULL OR queue_deadline_at > now())
-    RETURNING ${jobColumns()}, (attempts = 1) AS first_start`;
+    RETURNING ${jobColumns()}, (attempts = 1) AS first_start, workflow::text AS workflow_text, submitted_workflow::text AS submitted_text`;
   const row = rows[0];
   if (!row) return null;
-  const { first_start: firstStart, ...job } = row;
-  return { job: jobFromRow(job), firstStart };
+  const { first_start: firstStart, workflow_text: workflowText, submitted_text: submittedText, ...job } = row;
+  // Read again from their text: integers beyond 2^53 (seeds) reach the engine with every digit.
+  return { job: { ...jobFromRow(job), workflow: parseLosslessJson(workflowText) as Prisma.JsonValue, submittedWorkflow: submittedText === null ? null : (parseLosslessJson(submittedText) as Prisma.JsonValue) }, firstStart };
 }
 
 // Raw statements name the columns this code knows instead of `*`. Statements are prepared

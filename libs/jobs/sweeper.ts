@@ -69,6 +69,7 @@ export class Sweeper {
       report.purgedJobs = purged.jobs;
       report.purgedAssets = purged.assets;
       await this.db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });
+      await this.db.assetUploadKey.deleteMany({ where: { expiresAt: { lt: now } } });
       await dropEmptyQueueCounts(this.db);
       await this.dispatcher.kick();
       return report;
@@ -112,6 +113,9 @@ export class Sweeper {
     let lost = 0;
     for (const job of orphaned) {
       if (job.workerId && runningOn.get(job.workerId) === job.id) continue;
+      // The lost run, should its worker come back, reports nothing more (its events are fenced by
+      // this lease, its records by the job's worker and attempt).
+      await this.redis.del(this.keys.lease(job.id));
       if (job.status === 'canceling') {
         const done = await finishJob(this.db, job.id, { status: 'canceled' }, this.options.creditsPerSecond, now);
         if (done) await this.status(job.id, job.accountId, 'canceled');

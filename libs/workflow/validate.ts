@@ -2,7 +2,7 @@
 // (`GET /object_info`) before a job exists. The problems carry the engine's own error types and
 // messages so v1 can answer in the engine's 400 shape and v2 in its {field, reason} lists.
 
-import { isStorableText } from '#libs/contracts';
+import { isStorableText, rawInteger } from '#libs/contracts';
 
 export interface NodeDefinition {
   input?: { required?: Record<string, unknown>; optional?: Record<string, unknown>; hidden?: Record<string, unknown> };
@@ -130,24 +130,35 @@ function checkLiteral(name: string, entry: unknown, value: unknown): NodeProblem
     return null;
   }
   if (type === 'INT' || type === 'FLOAT') {
+    // An integer beyond 2^53, kept whole (a seed up to 2^64 - 1): compared exactly.
+    const whole = rawInteger(value);
+    if (whole !== null) return checkRange(name, whole, options, base);
     const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
     if (!Number.isFinite(n) || (type === 'INT' && !Number.isInteger(n)) || typeof value === 'boolean') {
       return { ...base, type: 'invalid_input_type', message: `Failed to convert an input value to a ${type} value`, details: `${name}, ${show(value)}` };
     }
-    if (typeof options.min === 'number' && n < options.min) {
-      return { ...base, type: 'value_smaller_than_min', message: `Value ${n} smaller than min of ${options.min}`, details: name };
-    }
-    if (typeof options.max === 'number' && n > options.max) {
-      return { ...base, type: 'value_bigger_than_max', message: `Value ${n} bigger than max of ${options.max}`, details: name };
-    }
-    return null;
+    return checkRange(name, n, options, base);
   }
-  if (type === 'STRING' && typeof value !== 'string' && typeof value !== 'number' && !isAssetRef(value)) {
+  if (type === 'STRING' && typeof value !== 'string' && typeof value !== 'number' && rawInteger(value) === null && !isAssetRef(value)) {
     return { ...base, type: 'invalid_input_type', message: 'Failed to convert an input value to a STRING value', details: `${name}, ${show(value)}` };
   }
   if (type === 'BOOLEAN' && typeof value !== 'boolean') {
     return { ...base, type: 'invalid_input_type', message: 'Failed to convert an input value to a BOOLEAN value', details: `${name}, ${show(value)}` };
   }
+  return null;
+}
+
+/** A bound of an input definition: a number, or an integer beyond 2^53 kept whole (a seed's 2^64 - 1). */
+function bound(value: unknown): number | bigint | undefined {
+  return rawInteger(value) ?? (typeof value === 'number' ? value : undefined);
+}
+
+function checkRange(name: string, n: number | bigint, options: Record<string, unknown>, base: Pick<NodeProblem, 'field' | 'extra_info'>): NodeProblem | null {
+  // Numbers and BigInts compare exactly with < and >.
+  const min = bound(options.min);
+  const max = bound(options.max);
+  if (min !== undefined && n < min) return { ...base, type: 'value_smaller_than_min', message: `Value ${n} smaller than min of ${min}`, details: name };
+  if (max !== undefined && n > max) return { ...base, type: 'value_bigger_than_max', message: `Value ${n} bigger than max of ${max}`, details: name };
   return null;
 }
 

@@ -207,6 +207,11 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     expect(again.status).toBe(200);
     expect(again.body.created_new).toBe(false);
     expect(await stack.db.blob.count({ where: { hash: first.body.hash.slice(7) } })).toBe(1);
+    // Every later read of a record says what its upload said.
+    for (const [who, up] of [[alice, first], [bob, second], [alice, again]] as const) {
+      const read = await call(`${api.url}/api/v2/assets/${up.body.id}`, { headers: bearer(who.key) });
+      expect([up.body.id, read.body.created_new]).toEqual([up.body.id, up.body.created_new]);
+    }
     // Deleting Alice's records leaves Bob's bytes intact.
     for (const id of [first.body.id, again.body.id]) {
       expect((await call(`${api.url}/api/v2/assets/${id}`, { method: 'DELETE', headers: bearer(alice.key) })).status).toBe(204);
@@ -224,7 +229,11 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     expect(same.status).toBe(200);
     expect(same.body.id).toBe(up.body.id);
     const renamed = await call(`${api.url}/api/v2/assets/from-hash`, jsonInit('POST', { hash: up.body.hash, file_path: 'b.webp', tags: ['x'] }, bearer(alice.key)));
+    // A new record (201) over bytes that were already there: they are not new.
     expect(renamed.status).toBe(201);
+    expect(renamed.body.created_new).toBe(false);
+    expect((await call(`${api.url}/api/v2/assets/${renamed.body.id}`, { headers: bearer(alice.key) })).body.created_new).toBe(false);
+    expect([up.body.created_new, (await call(`${api.url}/api/v2/assets/${up.body.id}`, { headers: bearer(alice.key) })).body.created_new]).toEqual([true, true]);
     expect(renamed.body.file_path).toBe('b.webp');
     expect(renamed.body.content_type).toBe('image/webp');
     expect(renamed.body.hash).toBe(up.body.hash);
@@ -241,6 +250,14 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     expect(envelopeCode(unknown)).toBe('blob_not_found');
     const malformed = await call(`${api.url}/api/v2/assets/from-hash`, jsonInit('POST', { hash: 'md5:abc' }, bearer(alice.key)));
     expect(malformed.status).toBe(400);
+  });
+
+  it('says created_new of one upload only when the same new bytes come twice at once', async () => {
+    const bytes = randomBytes(5000);
+    const both = await Promise.all([upload(alice.key, bytes, 'twin.png'), upload(alice.key, bytes, 'twin.png')]);
+    expect(both.map((r) => r.status).sort()).toEqual([200, 201]);
+    expect(both.map((r) => r.body.created_new).sort()).toEqual([false, true]);
+    for (const r of both) expect((await call(`${api.url}/api/v2/assets/${r.body.id}`, { headers: bearer(alice.key) })).body.created_new).toBe(r.body.created_new);
   });
 
   it('refuses bytes that do not match expected_hash and stores nothing', async () => {
@@ -402,7 +419,7 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     expect(permanent.status).toBe(201);
     expect(permanent.body.id).not.toBe(temp.body.id);
     expect(permanent.body.expires_at).toBeNull();
-    expect(permanent.body.created_new).toBe(true);
+    expect(permanent.body.created_new).toBe(false);
     // Now a permanent record like it exists: the same request finds it.
     const again = await call(`${api.url}/api/v2/assets/from-hash`, jsonInit('POST', { hash: temp.body.hash }, bearer(alice.key)));
     expect(again.status).toBe(200);

@@ -55,6 +55,16 @@ describe('configuration', () => {
     }
   });
 
+  it('reads CORS_ALLOWED_ORIGINS as `*`, a list of origins, or none', () => {
+    expect(loadConfig({}).api.corsOrigins).toEqual([]);
+    expect(loadConfig({ CORS_ALLOWED_ORIGINS: '*' }).api.corsOrigins).toBe('*');
+    expect(loadConfig({ CORS_ALLOWED_ORIGINS: ' https://app.example.com , http://localhost:5173,https://app.example.com' }).api.corsOrigins).toEqual(['https://app.example.com', 'http://localhost:5173']);
+    // What a browser would never send as its Origin is a mistake, named at startup.
+    for (const bad of ['app.example.com', 'https://app.example.com/', 'https://app.example.com/path', 'https://App.example.com', 'http://localhost:80', 'ftp://files.example.com', '*,https://app.example.com', 'null']) {
+      expect(() => loadConfig({ CORS_ALLOWED_ORIGINS: bad })).toThrow(/CORS_ALLOWED_ORIGINS:/);
+    }
+  });
+
   it('switches to the S3 driver when an endpoint is given', () => {
     const config = loadConfig({ S3_ENDPOINT: 'http://127.0.0.1:9000', S3_BUCKET: 'media' });
     expect(config.storage).toMatchObject({ driver: 's3', endpoint: 'http://127.0.0.1:9000', publicEndpoint: 'http://127.0.0.1:9000', bucket: 'media', forcePathStyle: true });

@@ -3,7 +3,7 @@ import { TestStack } from '../support/stack.js';
 
 // The contract's state table leads out of `canceling` to `canceled` only. A run that ends on its
 // own while its interrupt is on the way (a success, an error, its deadline) still ends canceled,
-// charged for the time it ran, exactly once.
+// charged for the engine's time, exactly once.
 describe('ending a job', () => {
   const stack = new TestStack('local');
 
@@ -25,7 +25,7 @@ describe('ending a job', () => {
     ['canceled', undefined],
   ] as const)('ends a canceling job canceled when its run ends %s, charged once, with no error', async (status, error) => {
     const job = await started('canceling');
-    const done = await finishJob(stack.db, job.id, { status, error }, 1);
+    const done = await finishJob(stack.db, job.id, { status, error, engineMs: 2_500 }, 1);
     expect(done).toMatchObject({ id: job.id, status: 'canceled', error: null });
     expect(done!.chargedCredits).toBe(3n);
     expect(await finishJob(stack.db, job.id, { status: 'succeeded' }, 1)).toBeNull();
@@ -40,6 +40,31 @@ describe('ending a job', () => {
     expect(done!.queueMs).toBeLessThan(60_000);
     expect(done!.executionMs).toBeNull();
     expect(done!.chargedCredits).toBe(0n);
+  });
+
+  it('charges the engine time its runs reported, not the time since the first start', async () => {
+    const job = await started('running');
+    // An earlier run handed the job back after 1.2 s of engine time; a lost one reported nothing.
+    await stack.db.job.update({ where: { id: job.id }, data: { billedMs: 1_200, startedAt: new Date(Date.now() - 60_000) } });
+    const done = await finishJob(stack.db, job.id, { status: 'succeeded', engineMs: 1_500 }, 2);
+    expect(done!.billedMs).toBe(2_700);
+    expect(done!.chargedCredits).toBe(6n);
+    expect(done!.executionMs).toBeGreaterThanOrEqual(60_000);
+  });
+
+  it('charges nothing for a job whose outputs the service could not keep', async () => {
+    const job = await started('running');
+    const done = await finishJob(stack.db, job.id, { status: 'failed', error: { code: 'output_store_failed', message: 'disk full' }, engineMs: 4_000, free: true }, 1);
+    expect(done!.chargedCredits).toBe(0n);
+    expect(await stack.db.creditLedgerEntry.count({ where: { ref: job.id } })).toBe(0);
+  });
+
+  it('a run whose job another worker took over cannot finish it', async () => {
+    const job = await started('running');
+    await stack.db.job.update({ where: { id: job.id }, data: { workerId: 'w2', attempts: 2 } });
+    expect(await finishJob(stack.db, job.id, { status: 'succeeded', engineMs: 10 }, 1, new Date(), { workerId: 'w1', attempt: 1 })).toBeNull();
+    expect(await finishJob(stack.db, job.id, { status: 'succeeded', engineMs: 10 }, 1, new Date(), { workerId: 'w2', attempt: 1 })).toBeNull();
+    expect((await finishJob(stack.db, job.id, { status: 'succeeded', engineMs: 10 }, 1, new Date(), { workerId: 'w2', attempt: 2 }))?.status).toBe('succeeded');
   });
 
   it('ends a running job as its run ended', async () => {

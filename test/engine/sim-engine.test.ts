@@ -9,6 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import jpeg from 'jpeg-js';
 import {
   EngineClient,
   EngineSocket,
@@ -111,7 +112,11 @@ describe('sim-engine', () => {
     expect(c.frames).toHaveLength(4);
     for (const f of c.frames) {
       expect(f.kind).toBe('preview_image_with_metadata');
-      if (f.kind === 'preview_image_with_metadata') expect(f.metadata).toMatchObject({ node_id: '3', prompt_id: id, image_type: 'image/png' });
+      // JPEG, as the engine's sampler sends its previews (latent_preview.py).
+      if (f.kind === 'preview_image_with_metadata') {
+        expect(f.metadata).toMatchObject({ node_id: '3', prompt_id: id, image_type: 'image/jpeg' });
+        expect(jpeg.decode(f.image)).toMatchObject({ width: 64, height: 64 });
+      }
     }
     const order = c.messages.filter((m) => m.type === 'executing').map((m) => (m.data as { node: string | null }).node);
     // the engine's ExecutionList order for this graph
@@ -178,9 +183,9 @@ describe('sim-engine', () => {
     expect(progress).toEqual(progress.map((_, i) => i + 1)); // whole steps only, no gap
     const interrupted = c.messages.find((m) => m.type === 'execution_interrupted');
     expect(interrupted?.data).toMatchObject({ prompt_id: id, node_id: '3', node_type: 'KSampler' });
-    // legacy previews (no feature flags): type 1 frames with the PNG format word
+    // legacy previews (no feature flags): type 1 frames with the JPEG format word, as the sampler's
     expect(c.frames.length).toBe(progress.length);
-    expect(c.frames.every((f) => f.kind === 'preview_image' && f.imageFormat === 2)).toBe(true);
+    expect(c.frames.every((f) => f.kind === 'preview_image' && f.imageFormat === 1 && f.mimeType === 'image/jpeg')).toBe(true);
     const h = await waitHistory(id);
     expect(h.status).toMatchObject({ status_str: 'error', completed: false });
     expect(h.status!.messages.map((m) => m[0])).toEqual(['execution_start', 'execution_cached', 'execution_interrupted']);

@@ -68,6 +68,70 @@ describe('a worker and an engine killed mid-job', () => {
   }, 180_000);
 });
 
+describe('a worker paused while its job is taken over', () => {
+  const stack = new TestStack('local');
+  let account: { id: string; key: string };
+  let api: RunningProcess;
+
+  beforeAll(async () => {
+    await stack.open();
+    account = await stack.account({ tier: 'enterprise' });
+    api = await stack.startApi();
+  });
+  afterAll(() => stack.close());
+
+  it('records nothing once resumed: no output, event or progress, and the job is charged for the engine time of the run that ended it', async () => {
+    const workers = new Map<string, RunningProcess>();
+    for (const id of ['pause-a', 'pause-b']) {
+      const engine = await stack.start('apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: '0', SIM_STEP_MS: '10' });
+      workers.set(id, await stack.start('apps/worker/src/main.js', { ENGINE_URL: engine.url, WORKER_PORT: '0', WORKER_ID: id }, 'ready'));
+    }
+    const submitted = await call(`${api.url}/api/v2/jobs`, { method: 'POST', headers: bearer(account.key, { 'content-type': 'application/json' }), body: JSON.stringify({ workflow: slowJob(3_000, 5) }) });
+    expect(submitted.status).toBe(201);
+    const jobId = submitted.body.id as string;
+    let first = '';
+    await waitUntil(async () => {
+      const job = await stack.db.job.findUniqueOrThrow({ where: { id: jobId } });
+      first = job.workerId ?? '';
+      return job.status === 'running' && job.enginePromptId !== null && first !== '';
+    }, 20_000, 'the job running');
+    // The first worker stops answering; its engine runs the prompt to its end meanwhile.
+    workers.get(first)!.child.kill('SIGSTOP');
+    const taken = await (async () => {
+      await waitUntil(async () => (await stack.db.job.findUniqueOrThrow({ where: { id: jobId } })).status === 'succeeded', 60_000, 'the job to succeed on the other worker');
+      return stack.db.job.findUniqueOrThrow({ where: { id: jobId }, include: { outputs: true } });
+    })();
+    expect(taken.workerId).not.toBe(first);
+    expect(taken.attempts).toBe(2);
+    const redis = new Redis(TEST_REDIS_URL);
+    const events = new JobEventLog(redis, jobKeys(stack.redisPrefix), 60_000);
+    const logged = await events.since(jobId);
+
+    workers.get(first)!.child.kill('SIGCONT');
+    // Long enough for the resumed worker to read what its engine sent and to try to record it.
+    await waitUntil(() => workers.get(first)!.output.some((l) => l.includes('not finished by this run')), 20_000, 'the resumed worker to give the job up');
+    const after = await stack.db.job.findUniqueOrThrow({ where: { id: jobId }, include: { outputs: true } });
+    expect(after.outputs.map((o) => o.id)).toEqual(taken.outputs.map((o) => o.id));
+    expect(after.completedAt).toEqual(taken.completedAt);
+    expect(after.progress).toEqual(taken.progress);
+    expect(after.status).toBe('succeeded');
+    expect(await stack.db.asset.count({ where: { jobId } })).toBe(taken.outputs.length);
+    expect((await events.since(jobId)).map((e) => e.id)).toEqual(logged.map((e) => e.id));
+    expect(await stack.db.creditLedgerEntry.count({ where: { ref: jobId } })).toBe(1);
+    // Charged for the run that ended it (about 3 s of engine time), not for the time since the
+    // first start, which the lost run and the takeover made several seconds longer.
+    expect(after.executionMs!).toBeGreaterThan(6_000);
+    expect(Number(after.chargedCredits)).toBeLessThanOrEqual(5);
+    report.record({
+      tried: 'worker SIGSTOP mid-job until another worker finished the job, then SIGCONT',
+      count: 1,
+      outcome: `taken over on attempt ${after.attempts}; after resuming the first worker recorded ${after.outputs.length - taken.outputs.length} outputs and ${(await events.since(jobId)).length - logged.length} events; charged ${after.chargedCredits} credits for ${after.executionMs} ms since the first start`,
+      held: true,
+    });
+    redis.disconnect();
+  }, 120_000);
+});
+
 describe('an API replica killed under open SSE and WebSocket connections', () => {
   const stack = new TestStack('local');
   let account: { id: string; key: string };

@@ -50,6 +50,20 @@ const NOT_TENANT_SCOPED: Record<string, string> = {
   'HEAD /api/models': "the engines' model folders",
   'GET /api/models/:p': "the engines' model files, the same for everyone",
   'HEAD /api/models/:p': "the engines' model files",
+  'GET /api/experiment/models': "the engines' model folders, the same for everyone",
+  'HEAD /api/experiment/models': "the engines' model folders",
+  'GET /api/experiment/models/:p': "the engines' model files, the same for everyone",
+  'HEAD /api/experiment/models/:p': "the engines' model files",
+  'GET /api/view_metadata/:p': "the engines' model files (no metadata is known)",
+  'HEAD /api/view_metadata/:p': "the engines' model files",
+  'GET /api/internal/folder_paths': "the engines' model folders, with no path",
+  'HEAD /api/internal/folder_paths': "the engines' model folders",
+  'GET /api/i18n': 'always empty: the engines report no translations',
+  'HEAD /api/i18n': 'always empty',
+  'GET /api/workflow_templates': "always empty: the engines report no custom nodes' workflows",
+  'HEAD /api/workflow_templates': 'always empty',
+  'GET /templates/:p': 'the template index and the stock workflow, the same for everyone',
+  'HEAD /templates/:p': 'the template index and the stock workflow',
   'GET /v1/models/:p/:p': 'the shared model catalog (entitlements, not tenant data)',
   'HEAD /v1/models/:p/:p': 'the shared model catalog',
   'GET /v1/models/:p/:p/openapi.json': 'the shared model catalog',
@@ -151,6 +165,9 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     deployment: 'alice-app',
     deploymentJob: '',
     partnerKey: `a-partner-${randomUUID()}`,
+    userFile: `workflows/alice-${randomUUID()}.json`,
+    userFileText: '{"alice": "secret workflow"}',
+    settings: { 'Alice.Secret': `a-setting-${randomUUID()}` },
   };
   const pinned = tinyImage(10);
   const sockets: { a: SocketRecorder; b: SocketRecorder; c: SocketRecorder; bAlias: SocketRecorder } = {} as never;
@@ -216,6 +233,8 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     A.upload = (await v2(a.key, '/api/v2/assets', { method: 'POST', body: uploadForm(A.uploadBytes, 'a-input.bin') })).body;
     A.v1Bytes = testPng(8, 8, 42);
     A.v1Name = (await v1Upload(a.key, A.v1Bytes)).body.name;
+    expect((await v1(a.key, `/api/userdata/${encodeURIComponent(A.userFile)}`, { method: 'POST', body: A.userFileText })).status).toBe(200);
+    expect((await v1(a.key, '/api/settings', { method: 'POST', body: JSON.stringify(A.settings) })).status).toBe(200);
 
     const done = await v2(a.key, '/api/v2/jobs', jsonInit('POST', { workflow: tinyImage(77) }, { prefer: 'wait=30' }));
     expect(done.body.status).toBe('succeeded');
@@ -487,6 +506,56 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       },
     },
     {
+      family: "v1 user data by A's file and folder names: read, list, write, delete, move",
+      routes: [
+        'GET /api/userdata', 'HEAD /api/userdata', 'GET /api/userdata/:file', 'HEAD /api/userdata/:file', 'POST /api/userdata/:file', 'DELETE /api/userdata/:file',
+        'POST /api/userdata/:file/move/:dest', 'GET /api/v2/userdata', 'HEAD /api/v2/userdata',
+      ],
+      probes: () => {
+        const unknownFile = () => `workflows/bobby-${randomUUID()}.json`;
+        const enc = encodeURIComponent;
+        return [
+          ...read("/api/userdata/{A's file}", (f, m) => v1(B.key, `/api/userdata/${enc(f)}`, { method: m }), () => A.userFile, unknownFile, 404),
+          ...read("/api/userdata?dir={A's folder}", (d, m) => v1(B.key, `/api/userdata?dir=${enc(d)}&recurse=true`, { method: m }), () => 'workflows', () => `nofolder-${randomUUID()}`, 404),
+          ...read("/api/v2/userdata?path={A's folder}", (d, m) => v1(B.key, `/api/v2/userdata?path=${enc(d)}`, { method: m }), () => 'workflows', () => `nofolder-${randomUUID()}`, 404),
+          ...read("DELETE /api/userdata/{A's file}", (f) => v1(B.key, `/api/userdata/${enc(f)}`, { method: 'DELETE' }), () => A.userFile, unknownFile, 404, ['DELETE']),
+          ...read("/api/userdata/{A's file}/move/elsewhere.json", (f) => v1(B.key, `/api/userdata/${enc(f)}/move/elsewhere.json`, { method: 'POST' }), () => A.userFile, unknownFile, 404, ['POST']),
+          // Writing under A's name with overwrite=false: no conflict, B gets a file of its own.
+          ...read("POST /api/userdata/{A's file}?overwrite=false", (f) => v1(B.key, `/api/userdata/${enc(f)}?overwrite=false`, { method: 'POST', body: '{}' }), () => A.userFile, unknownFile, 200, ['POST']),
+        ];
+      },
+    },
+    {
+      family: 'v1 settings and users (B vs a fresh account)',
+      routes: ['GET /api/settings', 'HEAD /api/settings', 'POST /api/settings', 'GET /api/settings/:id', 'HEAD /api/settings/:id', 'POST /api/settings/:id', 'GET /api/users', 'HEAD /api/users', 'POST /api/users'],
+      probes: () => [
+        same('GET /api/settings', (who) => v1(who.key, '/api/settings')),
+        same('HEAD /api/settings', (who) => v1(who.key, '/api/settings', { method: 'HEAD' })),
+        same("GET /api/settings/{A's setting}", (who) => v1(who.key, '/api/settings/Alice.Secret')),
+        same("HEAD /api/settings/{A's setting}", (who) => v1(who.key, '/api/settings/Alice.Secret', { method: 'HEAD' })),
+        same('GET /api/users', (who) => v1(who.key, '/api/users')),
+        same('HEAD /api/users', (who) => v1(who.key, '/api/users', { method: 'HEAD' })),
+        same("POST /api/settings {A's setting}", (who) => v1(who.key, '/api/settings', { method: 'POST', body: JSON.stringify({ 'Alice.Secret': 'overwritten?' }) })),
+        same("POST /api/settings/{A's setting}", (who) => v1(who.key, '/api/settings/Alice.Secret', { method: 'POST', body: '"overwritten?"' })),
+        same('POST /api/users', (who) => v1(who.key, '/api/users', { method: 'POST', body: JSON.stringify({ username: 'alice' }) }), 400),
+      ],
+    },
+    {
+      family: "v1 log terminal and folder lists while A's jobs have logs (B vs a fresh account)",
+      routes: ['GET /api/internal/logs', 'HEAD /api/internal/logs', 'GET /api/internal/logs/raw', 'HEAD /api/internal/logs/raw', 'PATCH /api/internal/logs/subscribe', 'GET /api/internal/files/:directory_type', 'HEAD /api/internal/files/:directory_type'],
+      probes: () => [
+        same('GET /api/internal/logs', (who) => v1(who.key, '/api/internal/logs')),
+        same('HEAD /api/internal/logs', (who) => v1(who.key, '/api/internal/logs', { method: 'HEAD' })),
+        same('GET /api/internal/logs/raw', (who) => v1(who.key, '/api/internal/logs/raw')),
+        same('HEAD /api/internal/logs/raw', (who) => v1(who.key, '/api/internal/logs/raw', { method: 'HEAD' })),
+        same("PATCH /api/internal/logs/subscribe {A's socket id}", (who) => v1(who.key, '/api/internal/logs/subscribe', { method: 'PATCH', body: JSON.stringify({ clientId: 'alice-socket', enabled: true }) })),
+        ...['input', 'output', 'temp'].flatMap((type) => [
+          same(`GET /api/internal/files/${type}`, (who) => v1(who.key, `/api/internal/files/${type}`)),
+          same(`HEAD /api/internal/files/${type}`, (who) => v1(who.key, `/api/internal/files/${type}`, { method: 'HEAD' })),
+        ]),
+      ],
+    },
+    {
       family: 'v1 WebSocket feed while A\'s jobs run (/ws and /api/ws)',
       routes: ['GET /ws', 'GET /api/ws'],
       probes: () => [
@@ -621,6 +690,9 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     const list = (await v2(A.account.key, '/api/v2/jobs?limit=100')).body.data.map((j: { id: string }) => j.id);
     const history = Object.keys((await v1(A.account.key, '/api/history')).body);
     const output = await download(A.outputAsset);
+    const userFile = await v1(A.account.key, `/api/userdata/${encodeURIComponent(A.userFile)}`);
+    const settings = (await v1(A.account.key, '/api/settings')).body;
+    const log = (await v1(A.account.key, '/api/internal/logs/raw')).body.entries.length;
     const checks = {
       running: await status(A.running),
       queued: await status(A.queued),
@@ -628,11 +700,14 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       uploadIntact: (await download(A.upload.id))?.equals(A.uploadBytes) ?? false,
       outputDownloads: output !== null && output.length === A.done.outputs[0].size_bytes,
       v1UploadIntact: viewBytes?.equals(A.v1Bytes) ?? false,
-      idempotentReplay: `${replay.status} ${replay.headers.get('idempotent-replayed')} ${replay.body.id === A.idemJob}`,
+      idempotentReplay: `${replay.status} ${replay.body.error?.code} ${replay.body.error?.details?.job_id === A.idemJob}`,
       routerReplay: `${routerReplay.status} ${routerReplay.headers.get('idempotent-replayed')} ${routerReplay.text === A.routerResult}`,
       deployment: deployment.status,
       jobList: JSON.stringify(list) === JSON.stringify(A.jobIds),
       v1History: history.includes(A.done.id),
+      userFile: `${userFile.status} ${userFile.text === A.userFileText}`,
+      settings: JSON.stringify(settings) === JSON.stringify(A.settings),
+      ownLog: log > 0,
     };
     const expected = {
       running: 'running',
@@ -641,17 +716,20 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       uploadIntact: true,
       outputDownloads: true,
       v1UploadIntact: true,
-      idempotentReplay: '200 true true',
+      idempotentReplay: '422 idempotency_key_reuse true',
       routerReplay: '200 true true',
       deployment: 200,
       jobList: true,
       v1History: true,
+      userFile: '200 true',
+      settings: true,
+      ownLog: true,
     };
     const differs = Object.keys(expected).filter((k) => JSON.stringify(checks[k as keyof typeof checks]) !== JSON.stringify(expected[k as keyof typeof expected]));
     report.record({
       tried: "A's data after every probe of B (cancel, interrupt, queue delete/clear, history delete/clear, asset delete, key reuse)",
       count: Object.keys(expected).length,
-      outcome: differs.length === 0 ? 'running job still running, queued still queued, assets and v1 upload download intact, both idempotency keys replay A\'s results, deployment, job list and v1 history unchanged' : `changed: ${differs.map((k) => `${k}=${JSON.stringify(checks[k as keyof typeof checks])}`).join(', ')}`,
+      outcome: differs.length === 0 ? 'running job still running, queued still queued, assets and v1 upload download intact, A\'s job key still names A\'s job and the router key replays A\'s result, deployment, job list and v1 history unchanged' : `changed: ${differs.map((k) => `${k}=${JSON.stringify(checks[k as keyof typeof checks])}`).join(', ')}`,
       held: differs.length === 0,
     });
     expect(checks).toEqual(expected);

@@ -44,11 +44,13 @@ export class JobBook {
           ...jsonInit('POST', { workflow }, bearer(this.key, { 'idempotency-key': idempotencyKey })),
           signal: AbortSignal.timeout(10_000),
         });
-        if (reply.status === 200 || reply.status === 201 || reply.status === 202) {
+        // A retry whose first attempt created the job (its answer lost) is refused, naming the job.
+        const id = reply.status === 201 ? (reply.body.id as string) : reply.status === 422 && reply.body?.error?.code === 'idempotency_key_reuse' ? (reply.body.error.details?.job_id as string | undefined) : undefined;
+        if (id) {
           const ids = this.answers.get(idempotencyKey) ?? new Set<string>();
-          ids.add(reply.body.id as string);
+          ids.add(id);
           this.answers.set(idempotencyKey, ids);
-          return reply.body.id as string;
+          return id;
         }
         if (reply.status < 500 && reply.status !== 429) throw new Error(`submission refused: ${reply.status} ${reply.text.slice(0, 200)}`);
         outcome = String(reply.status);

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './processes.js';
 
-/** Where each reliability suite leaves its rows; `test/reliability/write-report.js` turns them into docs/reliability.md. */
+/** Where each reliability suite leaves its rows; `test/reliability/write-report.js` turns them into .data/reliability.md. */
 export const RELIABILITY_DIR = path.join(ROOT, '.data', 'reliability');
 
 export interface ReliabilityRow {
@@ -17,7 +17,7 @@ export interface ReliabilityRow {
 }
 
 /**
- * One section of docs/reliability.md. Suites record what they tried as they go and `save()` in
+ * One section of the reliability report (.data/reliability.md). Suites record what they tried as they go and `save()` in
  * afterAll, so a failing run still reports what it saw.
  */
 export class ReliabilityReport {

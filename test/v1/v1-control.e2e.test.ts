@@ -156,31 +156,35 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
     return { error: error?.data, history, status };
   }
 
-  it('reports execution_error with the cloud exception types, on the socket and in history', async () => {
+  it("reports execution_error with the engine's own exception type, the same on the socket and in history", async () => {
     const raising = (type: string) => ({ '1': { class_type: 'SimFail', inputs: { exception_type: type, message: `raised ${type}` } } });
-    const cases: Array<[string, string]> = [
-      ['torch.OutOfMemoryError', 'OOMError'],
-      ['comfy.model_management.ModelDownloadError', 'ModelDownloadError'],
-      ['InsufficientFundsError', 'InsufficientFundsError'],
-      ['InactiveSubscriptionError', 'InactiveSubscriptionError'],
-      ['RuntimeError', 'RuntimeError'],
-    ];
-    for (const [engineType, cloudType] of cases) {
+    for (const engineType of ['torch.OutOfMemoryError', 'comfy.model_management.ModelDownloadError', 'InsufficientFundsError', 'RuntimeError']) {
       const { error, history, status } = await failWith(raising(engineType));
-      expect(error).toMatchObject({ node_id: '1', node_type: 'SimFail', exception_type: cloudType, exception_message: expect.stringContaining(`raised ${engineType}`) });
+      expect(error).toMatchObject({ node_id: '1', node_type: 'SimFail', exception_type: engineType, exception_message: expect.stringContaining(`raised ${engineType}`) });
       expect(Array.isArray(error.traceback)).toBe(true);
       expect(status).toBe('error');
       expect(history.status).toMatchObject({ status_str: 'error', completed: false });
       const last = history.status.messages.at(-1);
-      expect(last[0]).toBe('execution_error');
-      expect(last[1]).toMatchObject({ exception_type: cloudType, node_id: '1', node_type: 'SimFail' });
+      // Everything the socket got, as it got it: executed, message, traceback, inputs and outputs, timestamp.
+      expect(last).toEqual(['execution_error', error]);
     }
 
-    // ImageDownloadError: an input image the engine cannot read.
+    // An input the engine cannot read: the engine's PIL error, not a download error (no URL was fetched).
     const broken = await world.upload(a.key, new TextEncoder().encode('this is not an image'), 'broken.png');
-    const image = await failWith({ '1': { class_type: 'LoadImage', inputs: { image: broken.body.name } }, '2': { class_type: 'PreviewImage', inputs: { images: ['1', 0] } } });
-    expect(image.error).toMatchObject({ exception_type: 'ImageDownloadError', node_type: 'LoadImage' });
-    expect(image.history.status.messages.at(-1)[1].exception_type).toBe('ImageDownloadError');
+    const image = await failWith({
+      '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0 } },
+      '2': { class_type: 'PreviewImage', inputs: { images: ['1', 0] } },
+      '3': { class_type: 'LoadImage', inputs: { image: broken.body.name } },
+      '4': { class_type: 'ImageScale', inputs: { image: ['3', 0], upscale_method: 'nearest-exact', width: 8, height: 8, crop: 'disabled' } },
+      '5': { class_type: 'PreviewImage', inputs: { images: ['4', 0] } },
+    });
+    expect(image.error).toMatchObject({ exception_type: 'PIL.UnidentifiedImageError', node_type: 'LoadImage', node_id: '3' });
+    expect(Array.isArray(image.error.executed)).toBe(true);
+    expect(image.error.current_inputs).toHaveProperty('image');
+    expect(image.error.current_outputs.sort()).toEqual(['1', '2', '3', '4', '5']);
+    expect(image.history.status.messages.map((m: [string]) => m[0])).toEqual(['execution_start', 'execution_cached', 'execution_error']);
+    const sent = ws.texts(image.error.prompt_id).filter((m) => ['execution_start', 'execution_cached', 'execution_error'].includes(m.type!));
+    expect(image.history.status.messages).toEqual(sent.map((m) => [m.type, m.data]));
   });
 
   it('reports ValidationError when the engine itself refuses a prompt the API accepted', async () => {
@@ -198,6 +202,8 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
       expect(error).toMatchObject({ exception_type: 'ValidationError', exception_message: expect.stringContaining('refused') });
       expect(status).toBe('non_retryable_error');
       expect(history.status.messages.at(-1)[1].exception_type).toBe('ValidationError');
+      // The ending the service sent for a prompt the engine never ran: the same in history, timestamp included.
+      expect(history.status.messages.at(-1)).toEqual(['execution_error', error]);
       // The failure also comes as a notification for people.
       expect(ws.messages.some((m) => m.type === 'notification' && typeof m.data.value === 'string' && m.data.value.includes('refused'))).toBe(true);
     } finally {

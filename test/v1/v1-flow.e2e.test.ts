@@ -1,3 +1,4 @@
+import jpeg from 'jpeg-js';
 import { decodeBinaryFrame } from '#libs/engine-protocol';
 import { blake3Hex } from '#libs/storage';
 import { call } from '../support/http.js';
@@ -106,11 +107,11 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     expect(withMetadata.texts().find((m) => m.type === 'feature_flags')!.data).toEqual({ supports_preview_metadata: true, max_upload_size: expect.any(Number) });
     const legacyFrames = legacy.binaries();
     expect(legacyFrames).toHaveLength(3);
+    // The sampler's previews are JPEG, as the engine's sampler sends them.
     for (const f of legacyFrames) {
       expect(f.readUInt32BE(0)).toBe(1);
-      expect(f.readUInt32BE(4)).toBe(2); // PNG
-      expect(f.subarray(8, 16).equals(PNG_SIGNATURE)).toBe(true);
-      expect(decodePng(f.subarray(8)).width).toBeGreaterThan(0);
+      expect(f.readUInt32BE(4)).toBe(1); // JPEG
+      expect(jpeg.decode(f.subarray(8)).width).toBeGreaterThan(0);
     }
     const frames = withMetadata.binaries();
     expect(frames).toHaveLength(3);
@@ -118,11 +119,11 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
       expect(f.readUInt32BE(0)).toBe(4);
       const length = f.readUInt32BE(4);
       const metadata = f.subarray(8, 8 + length).toString('utf8');
-      expect(JSON.parse(metadata)).toEqual({ node_id: '3', prompt_id: promptId, display_node_id: '3', parent_node_id: null, real_node_id: '3', image_type: 'image/png' });
+      expect(JSON.parse(metadata)).toEqual({ node_id: '3', prompt_id: promptId, display_node_id: '3', parent_node_id: null, real_node_id: '3', image_type: 'image/jpeg' });
       // The engine's own formatting: Python's json.dumps separators.
       expect(metadata.startsWith('{"node_id": "3", "prompt_id": ')).toBe(true);
       const image = f.subarray(8 + length);
-      expect(image.subarray(0, 8).equals(PNG_SIGNATURE)).toBe(true);
+      expect(image.subarray(0, 3).equals(Buffer.from([0xff, 0xd8, 0xff]))).toBe(true);
       // The same image bytes as the legacy frame of the same step.
       expect(image.equals(legacyFrames[i]!.subarray(8))).toBe(true);
     }
@@ -183,6 +184,32 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     const input = await world.get(a.key, `/api/view?filename=${uploaded}&type=input&subfolder=`);
     expect(input.status).toBe(302);
     expect(Buffer.from(await (await fetch(input.headers.get('location')!)).arrayBuffer()).equals(testPng(8, 6))).toBe(true);
+  });
+
+  it('keeps what SaveImageWebsocket sends only over the socket: history lists the images, /api/view serves the bytes sent', async () => {
+    const before = legacy.messages.length;
+    const id = await world.prompt(a.key, {
+      '1': { class_type: 'EmptyImage', inputs: { width: 16, height: 8, batch_size: 2, color: 0x2060a0 } },
+      '2': { class_type: 'ImageInvert', inputs: { image: ['1', 0] } },
+      '3': { class_type: 'SaveImageWebsocket', inputs: { images: ['2', 0] } },
+    }, { client_id: 'client-a1' });
+    await legacy.ended(id);
+    // As the engine sends them: one PNG frame per image, and no `executed` for the node.
+    const frames = legacy.messages.slice(before).filter((m) => m.kind === 'binary').map((m) => m.bytes!);
+    expect(frames).toHaveLength(2);
+    for (const f of frames) expect([f.readUInt32BE(0), f.readUInt32BE(4), f.subarray(8, 16).equals(PNG_SIGNATURE)]).toEqual([1, 2, true]);
+    expect(legacy.texts(id).filter((m) => m.type === 'executed')).toEqual([]);
+    // History lists them as SaveImage's are listed, so clients that read history find them too.
+    const entry = (await world.get(a.key, `/api/history/${id}`)).body[id];
+    expect(entry.outputs).toEqual({ '3': { images: [0, 1].map((i) => ({ filename: `3_images_${i}.png`, subfolder: id, type: 'output' })) } });
+    expect(entry.status).toMatchObject({ status_str: 'success', completed: true });
+    for (const [i, image] of (entry.outputs['3'].images as Array<{ filename: string }>).entries()) {
+      const view = await world.get(a.key, `/api/view?filename=${image.filename}&subfolder=${id}&type=output`);
+      expect(view.status).toBe(302);
+      const bytes = Buffer.from(await (await fetch(view.headers.get('location')!)).arrayBuffer());
+      expect(bytes.equals(frames[i]!.subarray(8))).toBe(true);
+      expect(decodePng(bytes)).toMatchObject({ width: 16, height: 8 });
+    }
   });
 
   it('has a prompt in the history by the time its socket gets the closing executing {node: null}', async () => {
@@ -311,6 +338,11 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     const history = (await world.get(a.key, `/api/history/${id}`)).body[id];
     expect(Object.keys(history.outputs)).toEqual(['2']);
     expect(history.prompt[4]).toEqual(['2']);
+    // The prompt kept is the one sent, with the nodes that failed validation, as the engine keeps it.
+    expect(history.prompt[2]).toEqual(prompt);
+    // Only the outputs that validated ran: the engine got the rest of the prompt without them.
+    const job = await world.stack.db.job.findUniqueOrThrow({ where: { id } });
+    expect(Object.keys(job.workflow as object).sort()).toEqual(['1', '2']);
     // With no output left to run, the prompt is refused as before.
     const none = await world.post(a.key, '/api/prompt', { prompt: { '3': prompt['3'], '4': prompt['4'] } });
     expect([none.status, none.body.error.type]).toEqual([400, 'prompt_outputs_failed_validation']);
@@ -327,6 +359,12 @@ describe('v1: upload, prompt, WebSocket, history, view', () => {
     await cached(a, legacy, 'client-a1');
     // The same account again: everything comes from the cache.
     expect(await cached(a, legacy, 'client-a1')).toEqual(Object.keys(prompt).sort());
+    // The history keeps exactly what the socket was sent: the cached nodes, the engine's timestamps.
+    const rerun = legacy.texts().filter((m) => m.type === 'execution_cached').at(-1)!.data.prompt_id as string;
+    const sent = legacy.texts(rerun).filter((m) => ['execution_start', 'execution_cached', 'execution_success'].includes(m.type!));
+    const kept = (await world.get(a.key, `/api/history/${rerun}`)).body[rerun].status.messages;
+    expect(kept).toEqual(sent.map((m) => [m.type, m.data]));
+    expect(kept[1][1].nodes.sort()).toEqual(Object.keys(prompt).sort());
     // Another account, the same prompt: only the checkpoint, a file the engine lists for everyone.
     // Anything more would tell it what the job before its own asked for.
     expect(await cached(b, other, 'client-b')).toEqual(['4']);

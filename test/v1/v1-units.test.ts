@@ -3,7 +3,7 @@ import type { WebSocket } from 'ws';
 import { decodePng, encodePng, pngChunk } from '../../apps/api/src/v1/images/png.js';
 import { applyMaskAlpha } from '../../apps/api/src/v1/images/mask.js';
 import { parseFileValue } from '../../apps/api/src/v1/files/file-names.js';
-import { cloudExceptionType, v1Status } from '../../apps/api/src/v1/jobs/v1-status.js';
+import { v1ExceptionType, v1Status } from '../../apps/api/src/v1/jobs/v1-status.js';
 import { MAX_BUFFERED_BYTES, PREVIEW_DROP_BYTES } from '../../apps/api/src/jobs/slow-readers.js';
 import { ClientSocket } from '../../apps/api/src/v1/ws/client-socket.js';
 
@@ -72,10 +72,14 @@ describe('v1 names, statuses and exception types', () => {
     expect(v1Status({ status: 'expired', error: null })).toBe('lost');
     expect(v1Status({ status: 'failed', error: { code: 'node_execution_error', exception_type: 'RuntimeError' } })).toBe('error');
     expect(v1Status({ status: 'failed', error: { code: 'prompt_rejected' } })).toBe('non_retryable_error');
-    expect(cloudExceptionType({ code: 'missing_asset' })).toBe('ImageDownloadError');
-    expect(cloudExceptionType(null, 'torch.cuda.OutOfMemoryError')).toBe('OOMError');
-    expect(cloudExceptionType(null, 'FileNotFoundError', 'CheckpointLoaderSimple')).toBe('ModelDownloadError');
-    expect(cloudExceptionType({ code: 'execution_timeout' })).toBe('TimeoutError');
+    // The engine's own type whenever the engine raised the error; ours only for what it never saw.
+    expect(v1ExceptionType({ code: 'node_execution_error', exception_type: 'torch.cuda.OutOfMemoryError', class_type: 'KSampler' })).toBe('torch.cuda.OutOfMemoryError');
+    expect(v1ExceptionType({ code: 'node_execution_error', exception_type: 'PIL.UnidentifiedImageError', class_type: 'LoadImage' })).toBe('PIL.UnidentifiedImageError');
+    expect(v1ExceptionType({ code: 'node_execution_error', exception_type: 'FileNotFoundError', class_type: 'CheckpointLoaderSimple' })).toBe('FileNotFoundError');
+    expect(v1ExceptionType({ code: 'missing_asset' })).toBe('ValidationError');
+    expect(v1ExceptionType({ code: 'prompt_rejected' })).toBe('ValidationError');
+    expect(v1ExceptionType({ code: 'execution_timeout' })).toBe('TimeoutError');
+    expect(v1ExceptionType({ code: 'engine_unavailable' })).toBe('RuntimeError');
   });
 });
 

@@ -219,21 +219,26 @@ describe('v2 idempotency', () => {
   const submit = (body: unknown, key: string) =>
     call(`${cloud.api.url}/api/v2/jobs`, jsonInit('POST', body, bearer(alice.key, { 'idempotency-key': key })));
 
-  it('replays the same job for the same key and body, and refuses a different body', async () => {
+  it('a key is single-use: any reuse answers 422 naming the job it created, and runs nothing', async () => {
     const key = crypto.randomUUID();
     const first = await submit({ workflow: tinyImage(1) }, key);
     expect(first.status).toBe(201);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
     const again = await submit({ workflow: tinyImage(1), extra_data: { api_key_comfy_org: 'sk-partner' } }, key);
-    expect(again.status).toBe(200);
-    expect(again.headers.get('idempotent-replayed')).toBe('true');
-    expect(again.body.id).toBe(first.body.id);
+    expect(again.status).toBe(422);
+    expect(envelopeCode(again)).toBe('idempotency_key_reuse');
+    expect(again.body.error.details).toEqual({ job_id: first.body.id });
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
     const other = await submit({ workflow: tinyImage(2) }, key);
     expect(other.status).toBe(422);
     expect(envelopeCode(other)).toBe('idempotency_key_reuse');
+    expect(other.body.error.details).toEqual({ job_id: first.body.id });
+    expect(await stack.db.job.count({ where: { accountId: alice.id, workflow: { equals: tinyImage(2) } } })).toBe(0);
+    // The job it names is the caller's, one GET away.
+    expect((await call(`${cloud.api.url}/api/v2/jobs/${again.body.error.details.job_id}`, { headers: bearer(alice.key) })).status).toBe(200);
   });
 
-  it('replays a created job whatever changed since: the account suspended, its input asset deleted', async () => {
+  it('a reused key names its job whatever changed since: the account suspended, its input asset deleted', async () => {
     const carol = await stack.account({ name: 'carol' });
     const png = await call(`${cloud.api.url}/api/v2/assets`, { method: 'POST', headers: bearer(carol.key), body: uploadForm(randomBytes(64), 'in.png') });
     const workflow = {
@@ -249,9 +254,9 @@ describe('v2 idempotency', () => {
     await stack.admin(['account', 'set', '--account', carol.id, '--status', 'inactive']);
 
     const again = await send();
-    expect(again.status).toBe(200);
-    expect(again.headers.get('idempotent-replayed')).toBe('true');
-    expect(again.body.id).toBe(first.body.id);
+    expect(again.status).toBe(422);
+    expect(envelopeCode(again)).toBe('idempotency_key_reuse');
+    expect(again.body.error.details.job_id).toBe(first.body.id);
     // A new submission of that account is still refused.
     const fresh = await call(`${cloud.api.url}/api/v2/jobs`, jsonInit('POST', { workflow: tinyImage(3) }, bearer(carol.key)));
     expect(fresh.status).toBe(403);
@@ -260,10 +265,11 @@ describe('v2 idempotency', () => {
   it('creates exactly one job for 20 concurrent duplicates', async () => {
     const key = crypto.randomUUID();
     const results = await Promise.all(Array.from({ length: 20 }, () => submit({ workflow: tinyImage(7) }, key)));
-    const ids = new Set(results.map((r) => r.body.id));
-    expect(ids.size).toBe(1);
-    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
-    expect(results.filter((r) => r.status === 200)).toHaveLength(19);
+    const created = results.filter((r) => r.status === 201);
+    expect(created).toHaveLength(1);
+    const refused = results.filter((r) => r.status === 422);
+    expect(refused).toHaveLength(19);
+    expect(new Set(refused.map((r) => r.body.error.details.job_id))).toEqual(new Set([created[0]!.body.id]));
     expect(await stack.db.idempotencyRecord.count({ where: { key } })).toBe(1);
   });
 

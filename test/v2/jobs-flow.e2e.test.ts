@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { Redis } from 'ioredis';
 import { blake3Hex } from '#libs/storage';
+import { decodePng } from '../../apps/sim-engine/src/png.js';
 import { slowJob, startCloud, textToImage, tinyImage, type Cloud } from '../support/cloud.js';
 import { TEST_REDIS_URL } from '../support/env.js';
 import { bearer, call, envelopeCode, jsonInit } from '../support/http.js';
@@ -44,6 +45,7 @@ describe('v2 jobs from submission to download', () => {
     expect(sse.headers!.get('content-type')).toMatch(/^text\/event-stream/);
     expect(sse.headers!.get('x-accel-buffering')).toBe('no');
     for (const e of sse.events) expect(e.id).toMatch(/^\d+-\d+$/);
+    expect(new Set(sse.events.map((e) => e.id)).size).toBe(sse.events.length);
     const kinds = new Set(sse.events.map((e) => e.event));
     expect(kinds.has('progress')).toBe(true);
     expect(kinds.has('output')).toBe(true);
@@ -82,6 +84,43 @@ describe('v2 jobs from submission to download', () => {
     expect(logs.status).toBe(200);
     expect(logs.body).toEqual({ text: expect.any(String), truncated: false, captured_at: expect.any(String) });
     expect(logs.body.text.length).toBeGreaterThan(0);
+  });
+
+  it('stores the images SaveImageWebsocket sends only over the socket as outputs; sampler previews are JPEG previews only', async () => {
+    const workflow = { ...textToImage(12, 4), '20': { class_type: 'SaveImageWebsocket', inputs: { images: ['8', 0] } } };
+    const res = await submit({ workflow });
+    expect(res.status).toBe(201);
+    const sse = new SseClient(new URL(res.body.urls.events, origin).toString(), bearer(alice.key));
+    await sse.until((events) => statusesOf(events).includes('succeeded'));
+    await sse.ended;
+    // The sampler's previews come as the engine's sampler sends them: JPEG.
+    const previews = sse.events.filter((e) => e.event === 'preview').map((e) => JSON.parse(e.data));
+    const sampler = previews.filter((p) => p.node_id === '3');
+    expect(sampler.length).toBeGreaterThan(0);
+    for (const p of sampler) {
+      expect(p.content_type).toBe('image/jpeg');
+      expect(Buffer.from(p.data_base64, 'base64').subarray(0, 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]));
+    }
+    // Both output nodes made an output, each announced once; the sampler's previews are not outputs.
+    const announced = sse.events.filter((e) => e.event === 'output').map((e) => JSON.parse(e.data));
+    expect(announced.map((o) => o.node_id).sort()).toEqual(['20', '9']);
+    const job = await follow(res.body.urls.self, { headers: bearer(alice.key) });
+    expect(job.body.status).toBe('succeeded');
+    expect(job.body.outputs.map((o: { node_id: string }) => o.node_id).sort()).toEqual(['20', '9']);
+    const sent = job.body.outputs.find((o: { node_id: string }) => o.node_id === '20');
+    expect(sent).toMatchObject({ type: 'image', content_type: 'image/png', name: '20_images_0.png', job_id: res.body.id });
+    expect(announced.find((o) => o.node_id === '20')).toMatchObject({ id: sent.id, hash: sent.hash, size_bytes: sent.size_bytes });
+    const bytes = Buffer.from(await (await fetch(sent.url)).arrayBuffer());
+    expect(bytes.length).toBe(sent.size_bytes);
+    expect(sent.hash).toBe(`blake3:${blake3Hex(bytes)}`);
+    // The same picture SaveImage wrote to a file, without its metadata.
+    const saved = job.body.outputs.find((o: { node_id: string }) => o.node_id === '9');
+    const file = decodePng(Buffer.from(await (await fetch(saved.url)).arrayBuffer()));
+    const socketImage = decodePng(bytes);
+    expect([socketImage.width, socketImage.height]).toEqual([file.width, file.height]);
+    expect(Buffer.from(socketImage.data).equals(Buffer.from(file.data))).toBe(true);
+    const asset = await call(`${origin}/api/v2/assets/${sent.id}`, { headers: bearer(alice.key) });
+    expect(asset.body).toMatchObject({ id: sent.id, hash: sent.hash, job_id: res.body.id, content_type: 'image/png', created_new: true });
   });
 
   it('holds the response with Prefer: wait until the job ends', async () => {
@@ -163,6 +202,48 @@ describe('v2 jobs from submission to download', () => {
       expect([headers, first]).toEqual([headers, { status: 'queued', queue_position: polled.body.queue_position }]);
     }
     for (const job of [waiting, blocker]) await follow(job.body.urls.cancel, { method: 'POST', headers: bearer(frank.key) });
+  });
+
+  it('gives every event of a stream its own id and a queued job always a position; a resume from any event misses nothing', async () => {
+    const gina = await stack.account({ name: 'gina' });
+    const blocker = await submit({ workflow: slowJob(25_000) }, {}, gina.key);
+    await waitUntil(async () => (await follow(blocker.body.urls.self, { headers: bearer(gina.key) })).body.status === 'running', 10_000, 'the blocker running');
+    const ahead = await submit({ workflow: slowJob(25_000, 1) }, {}, gina.key);
+    const job = await submit({ workflow: tinyImage(77) }, {}, gina.key);
+    expect([job.body.status, job.body.queue_position]).toEqual(['queued', 1]);
+    const listed = await follow('/api/v2/jobs?status=queued', { headers: bearer(gina.key) });
+    expect(listed.body.data.map((j: { queue_position: unknown }) => j.queue_position).sort()).toEqual([0, 1]);
+    const url = new URL(job.body.urls.events, origin).toString();
+    const first = new SseClient(url, bearer(gina.key));
+    await first.until((events) => statusesOf(events).length > 0, 5_000);
+    // The job ahead leaves the queue: the stream tells the new position in an event of its own.
+    await follow(ahead.body.urls.cancel, { method: 'POST', headers: bearer(gina.key) });
+    await first.until((events) => events.filter((e) => e.event === 'status').length >= 2, 5_000);
+    first.close();
+    const statuses = first.events.filter((e) => e.event === 'status').map((e) => JSON.parse(e.data));
+    expect(statuses).toEqual([{ status: 'queued', queue_position: 1 }, { status: 'queued', queue_position: 0 }]);
+    const ids = first.events.map((e) => e.id!);
+    expect(new Set(ids).size).toBe(ids.length);
+    // Back from each event it had, the snapshot's and the stream's own alike.
+    const resumed = ids.map((id) => ({ id, sse: new SseClient(url, bearer(gina.key, { 'last-event-id': id })) }));
+    for (const { sse } of resumed) await sse.until((events) => statusesOf(events).length > 0, 5_000);
+    await follow(blocker.body.urls.cancel, { method: 'POST', headers: bearer(gina.key) });
+    const all = new SseClient(url, bearer(gina.key, { 'last-event-id': '0-0' }));
+    await all.ended;
+    const logged = all.events.filter((e) => e.event !== 'status' || JSON.parse(e.data).status !== 'queued');
+    expect(statusesOf(logged)).toEqual(['running', 'succeeded']);
+    for (const { id, sse } of resumed) {
+      await sse.ended;
+      const got = sse.events.map((e) => e.id!);
+      expect([id, new Set(got).size]).toEqual([id, got.length]);
+      expect([id, got.includes(id)]).toEqual([id, false]);
+      // Every event the job logged after the queue: running, its output, its progress, succeeded.
+      for (const e of logged) expect([id, e.event, got.includes(e.id!)]).toEqual([id, e.event, true]);
+      for (const e of sse.events.filter((x) => x.event === 'status')) {
+        const data = JSON.parse(e.data);
+        if (data.status === 'queued') expect([id, data.queue_position]).toEqual([id, 0]);
+      }
+    }
   });
 
   it('sends keepalive comments while a job waits', async () => {

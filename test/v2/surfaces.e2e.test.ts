@@ -116,10 +116,11 @@ describe('surfaces', () => {
       const stopped = await submitTo('/deployment/my-app/api/v2/jobs', pinned);
       expect(stopped.status).toBe(422);
       expect(envelopeCode(stopped)).toBe('deployment_stopped');
-      // A retry of a submission made before the stop still gets its job: the stop concerns new ones.
+      // A retry of a submission made before the stop still finds its job: the stop concerns new ones.
       const retried = await submitTo('/deployment/my-app/api/v2/jobs', pinned, key);
-      expect(retried.status).toBe(200);
-      expect(retried.body.id).toBe(kept.body.id);
+      expect(retried.status).toBe(422);
+      expect(envelopeCode(retried)).toBe('idempotency_key_reuse');
+      expect(retried.body.error.details.job_id).toBe(kept.body.id);
     });
 
     // Alice's deployments: d1 starting, d2 ready, d3 stopped, d4 ready; d2, d3 and d4 pin the same
@@ -225,15 +226,15 @@ describe('surfaces', () => {
         expect(['canceling', 'canceled']).toContain(own.body.status);
       });
 
-      it('a stopped or starting deployment answers so, rather than replay a key used on another deployment', async () => {
+      it('a stopped or starting deployment answers so, rather than refuse a key used on another deployment', async () => {
         const key = { 'idempotency-key': `scope-${stack.name}` };
         const first = await submitTo(`/deployment/${d2}/api/v2/jobs`, d2Pinned, key);
         expect(first.status).toBe(201);
         d2Jobs.push(first.body.id);
         const again = await submitTo(`/deployment/${d2}/api/v2/jobs`, d2Pinned, key);
-        expect(again.status).toBe(200);
-        expect(again.headers.get('idempotent-replayed')).toBe('true');
-        expect(again.body.id).toBe(first.body.id);
+        expect(again.status).toBe(422);
+        expect(envelopeCode(again)).toBe('idempotency_key_reuse');
+        expect(again.body.error.details.job_id).toBe(first.body.id);
 
         const stopped = await submitTo(`/deployment/${d3}/api/v2/jobs`, d2Pinned, key);
         expect(stopped.status).toBe(422);
@@ -244,7 +245,7 @@ describe('surfaces', () => {
         expect((await submitTo('/deployment/zz/api/v2/jobs', d2Pinned, key)).status).toBe(404);
       });
 
-      it('replays a key only on the deployment that used it: on another one or on the cloud it is a reused key', async () => {
+      it('names a key job only on the deployment that used it: on another one or on the cloud it is a reused key, no job named', async () => {
         const key = { 'idempotency-key': `scope-elsewhere-${stack.name}` };
         const first = await submitTo(`/deployment/${d2}/api/v2/jobs`, d2Pinned, key);
         expect(first.status).toBe(201);
@@ -252,6 +253,7 @@ describe('surfaces', () => {
         const other = await submitTo(`/deployment/${d4}/api/v2/jobs`, d2Pinned, key);
         expect(other.status).toBe(422);
         expect(envelopeCode(other)).toBe('idempotency_key_reuse');
+        expect(other.body.error.details ?? null).toBeNull();
         const onCloud = await call(`${cloud.api.url}/comfy/api/v2/jobs`, jsonInit('POST', { workflow: d2Pinned }, bearer(alice.key, key)));
         expect(onCloud.status).toBe(422);
         expect(envelopeCode(onCloud)).toBe('idempotency_key_reuse');

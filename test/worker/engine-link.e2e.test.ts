@@ -1,6 +1,7 @@
 import type { EngineClient } from '#libs/engine-protocol';
 import { startWorkerBehindProxy, type EngineProxy } from '../support/engine-proxy.js';
 import { JobsProbe, waitUntil } from '../support/jobs.js';
+import { asTenantPng } from '../support/media.js';
 import { TestStack } from '../support/stack.js';
 
 /**
@@ -117,6 +118,7 @@ describe('worker and engine: a broken link loses no job', () => {
     const out = await stack.db.jobOutput.findFirstOrThrow({ where: { jobId }, include: { asset: { include: { blob: true } } } });
     const parts: Buffer[] = [];
     for await (const chunk of await direct.view({ filename: out.name, subfolder: '', type: 'output' })) parts.push(chunk as Buffer);
-    expect(Number(out.asset.blob.sizeBytes)).toBe(Buffer.concat(parts).length);
+    const workflow = JSON.parse((await stack.db.$queryRaw<{ w: string }[]>`SELECT workflow::text AS w FROM jobs WHERE id = ${jobId}::uuid`)[0]!.w);
+    expect(Number(out.asset.blob.sizeBytes)).toBe((await asTenantPng(Buffer.concat(parts), workflow)).length);
   }, 60_000);
 });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { blake3Hex } from '#libs/storage';
 import { EngineClient } from '#libs/engine-protocol';
 import { JobsProbe, waitUntil } from '../support/jobs.js';
+import { asTenantPng } from '../support/media.js';
 import type { RunningProcess } from '../support/processes.js';
 import { TestStack } from '../support/stack.js';
 
@@ -53,8 +54,9 @@ describe('worker driving the sim-engine', () => {
     const out = outputs[0]!;
     expect(out).toMatchObject({ nodeId: '9', type: 'image', engineKey: 'images', engineType: 'output' });
     expect(out.asset.contentType).toBe('image/png');
-    // The same bytes the engine serves for that output.
-    const engineBytes = await bytesOf(await new EngineClient(engine.url).view({ filename: out.name, subfolder: '', type: 'output' }));
+    // The same bytes the engine serves for that output, but for the prompt it embeds: the tenant's.
+    const sent = (await stack.db.$queryRaw<{ w: string }[]>`SELECT workflow::text AS w FROM jobs WHERE id = ${jobId}::uuid`)[0]!.w;
+    const engineBytes = await asTenantPng(await bytesOf(await new EngineClient(engine.url).view({ filename: out.name, subfolder: '', type: 'output' })), JSON.parse(sent));
     const { S3BlobStoreProbe } = await import('../support/blobs.js');
     const storedBytes = await S3BlobStoreProbe.read(stack, out.asset.blobHash);
     expect(storedBytes.equals(engineBytes)).toBe(true);

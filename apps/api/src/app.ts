@@ -6,6 +6,8 @@ import type { Config } from '#libs/config';
 import { mountBrowserPages } from './admin-ui/index.js';
 import { AppModule } from './app.module.js';
 import { Draining } from './core/draining.js';
+import { installCompression } from './http/compression.js';
+import { installCors } from './http/cors.js';
 import { fastifyOptions, installHttpHooks } from './http/fastify-setup.js';
 import { installJsonDepthLimit } from './http/json-body.js';
 
@@ -17,6 +19,9 @@ export async function createApi(config: Config): Promise<NestFastifyApplication>
     bufferLogs: false,
   });
   const fastify = app.getHttpAdapter().getInstance();
+  // Before any route is added: compression attaches itself to each route as it is added.
+  await installCompression(app);
+  installCors(app, config);
   installHttpHooks(fastify, app.get(Draining));
   installJsonDepthLimit(app, config.maxJsonBodyBytes, config.api.basePath);
   await app.register(multipart, {

@@ -17,6 +17,12 @@ export interface SimConfig {
   imageScale: number;
   /** files CheckpointLoaderSimple lists */
   checkpoints: string[];
+  /**
+   * A recorded `GET /object_info` (JSON file) whose classes are reported too, the sim's own
+   * taking precedence: a real engine's full set of definitions, for clients and benchmarks that
+   * read them. Those classes pass the API's validation but do not run here.
+   */
+  objectInfoFile: string | undefined;
   /** bytes, reported in /features and enforced on uploads */
   maxUploadSize: number;
   /** print log lines to stderr */
@@ -26,8 +32,6 @@ export interface SimConfig {
    * nodes: the engine only notices an interrupt between nodes or at a progress update.
    */
   nodeDelays: Record<string, number>;
-  /** KSampler preview encoding; the engine uses JPEG, PNG is much cheaper to produce here */
-  previewFormat: 'PNG' | 'JPEG';
 }
 
 function parseNodeDelays(v: string | undefined): Record<string, number> {
@@ -68,9 +72,9 @@ export function resolveConfig(options: Partial<SimConfig> = {}, env: NodeJS.Proc
     tempDir: path.resolve(tempDir),
     imageScale: options.imageScale ?? num(env.SIM_IMAGE_SCALE, 1),
     checkpoints: options.checkpoints ?? (env.SIM_CHECKPOINTS ? env.SIM_CHECKPOINTS.split(',').map((s) => s.trim()).filter(Boolean) : DEFAULT_CHECKPOINTS),
+    objectInfoFile: options.objectInfoFile ?? (env.SIM_OBJECT_INFO_FILE || undefined),
     maxUploadSize: options.maxUploadSize ?? num(env.SIM_MAX_UPLOAD_SIZE, 100 * 1024 * 1024),
     logToStderr: options.logToStderr ?? env.SIM_LOG_STDERR !== '0',
     nodeDelays: options.nodeDelays ?? parseNodeDelays(env.SIM_NODE_DELAYS),
-    previewFormat: options.previewFormat ?? (env.SIM_PREVIEW_FORMAT?.toUpperCase() === 'JPEG' ? 'JPEG' : 'PNG'),
   };
 }

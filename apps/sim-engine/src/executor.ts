@@ -332,7 +332,8 @@ export class PromptExecutor {
           const v = node.inputs[k];
           return [k, isLink(v) ? { link: sig(v[0]), socket: v[1] } : v];
         });
-      const s = JSON.stringify([node.class_type, changed, inputs]);
+      // Integers beyond 2^53 are BigInts by now (Python ints): written as their digits.
+      const s = JSON.stringify([node.class_type, changed, inputs], (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
       visiting.delete(id);
       memo.set(id, s);
       return s;

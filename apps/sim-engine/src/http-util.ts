@@ -1,4 +1,5 @@
 /** Reply helpers: JSON written like the engine (Python formatting), empty 200s, clear 400s. */
+import { parseLosslessJson } from '#libs/contracts';
 import type { FastifyReply } from 'fastify';
 import { pythonJsonDumps } from '#libs/engine-protocol';
 
@@ -17,7 +18,8 @@ export class BadJsonError extends Error {}
 export function parseJsonBody(body: unknown): unknown {
   const text = typeof body === 'string' ? body : Buffer.isBuffer(body) ? body.toString('utf8') : body === undefined || body === null ? '' : String(body);
   try {
-    return JSON.parse(text);
+    // Python's json keeps integers whole, whatever their size (seeds range to 2^64 - 1).
+    return parseLosslessJson(text);
   } catch (err) {
     throw new BadJsonError(text.trim() === '' ? 'Request body is empty' : `Request body is not valid JSON: ${(err as Error).message}`);
   }

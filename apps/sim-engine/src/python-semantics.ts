@@ -1,3 +1,4 @@
+import { rawInteger } from '#libs/contracts';
 /** Python behaviours the engine's validation exposes in its messages (conversions, repr, str). */
 
 /** An exception as the engine reports it: type name, str(ex) and traceback lines. */
@@ -67,8 +68,12 @@ export function pyTypeName(v: unknown): string {
 }
 
 /** int(v) */
-export function pyInt(v: unknown): number {
+export function pyInt(v: unknown): number | bigint {
   if (typeof v === 'boolean') return v ? 1 : 0;
+  if (typeof v === 'bigint') return v;
+  // An integer beyond 2^53, kept whole by the lossless parse: Python's int holds any size.
+  const whole = rawInteger(v);
+  if (whole !== null) return whole;
   if (typeof v === 'number') {
     if (Number.isNaN(v)) throw new PyException('ValueError', 'cannot convert float NaN to integer');
     if (!Number.isFinite(v)) throw new PyException('OverflowError', 'cannot convert float infinity to integer');

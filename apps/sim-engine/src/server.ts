@@ -1,7 +1,9 @@
 /** startSimEngine(): a ComfyUI-compatible engine over Fastify, for tests and development. */
+import { readFileSync } from 'node:fs';
 import Fastify, { type FastifyInstance } from 'fastify';
 import multipart from '@fastify/multipart';
 import websocket from '@fastify/websocket';
+import type { ObjectInfo } from '#libs/engine-protocol';
 import { resolveConfig, type SimConfig } from './config.js';
 import type { EngineState } from './engine-state.js';
 import { PromptExecutor } from './executor.js';
@@ -32,7 +34,8 @@ function createState(config: SimConfig): EngineState {
   const storage = new Storage(config.inputDir, config.outputDir, config.tempDir);
   const hub = new WsHub();
   const logs = new EngineLogs(hub, config.logToStderr);
-  const registry = new NodeRegistry(() => ({ checkpoints: config.checkpoints, inputImages: storage.listInputImages() }));
+  const recorded = config.objectInfoFile ? (JSON.parse(readFileSync(config.objectInfoFile, 'utf8')) as ObjectInfo) : {};
+  const registry = new NodeRegistry(() => ({ checkpoints: config.checkpoints, inputImages: storage.listInputImages(), inputAudio: storage.listInputAudio() }), recorded);
   const state = {} as EngineState;
   // The engine broadcasts `status` on every queue change.
   const queue = new PromptQueue(() => hub.sendJson('status', { status: queueInfo(state) }, null));

@@ -33,6 +33,16 @@ export class Storage {
 
   /** Files directly in the input folder that look like images, sorted (LoadImage's list). */
   listInputImages(): string[] {
+    return this.listInputFiles().filter((f) => /\.(png|jpe?g|webp|gif|bmp|tiff?)$/i.test(f));
+  }
+
+  /** Files directly in the input folder that hold sound (audio or video), sorted (LoadAudio's list). */
+  listInputAudio(): string[] {
+    return this.listInputFiles().filter((f) => /\.(wav|flac|mp3|ogg|opus|m4a|aac|mp4|webm|mov|mkv)$/i.test(f));
+  }
+
+  /** Files directly in the input folder, sorted: the engine lists no subfolder. */
+  private listInputFiles(): string[] {
     let entries: string[] = [];
     try {
       entries = readdirSync(this.inputDir).filter((f) => {
@@ -45,7 +55,7 @@ export class Storage {
     } catch {
       return [];
     }
-    return entries.filter((f) => /\.(png|jpe?g|webp|gif|bmp|tiff?)$/i.test(f)).sort();
+    return entries.sort();
   }
 
   inputExists(name: string): boolean {

@@ -223,19 +223,19 @@ export class PromptValidator {
       const asFloat = inputType === 'FLOAT';
       const min = extraInfo.min as number | bigint | undefined;
       const max = extraInfo.max as number | bigint | undefined;
-      if (min !== undefined && (typeof val === "number" || typeof val === "boolean") && Number(val) < min) {
+      if (min !== undefined && (typeof val === "number" || typeof val === "boolean" || typeof val === 'bigint') && (typeof val === 'bigint' ? val < BigInt(Math.ceil(Number(min))) : Number(val) < min)) {
         errors.push({
           type: 'value_smaller_than_min',
-          message: `Value ${pyNumStr(Number(val), asFloat)} smaller than min of ${pyNumStr(min, asFloat)}`,
+          message: `Value ${pyNumStr(typeof val === 'bigint' ? val : Number(val), asFloat)} smaller than min of ${pyNumStr(min, asFloat)}`,
           details: x,
           extra_info: { input_name: x, input_config: info, received_value: val },
         });
         continue;
       }
-      if (max !== undefined && (typeof val === "number" || typeof val === "boolean") && Number(val) > max) {
+      if (max !== undefined && (typeof val === "number" || typeof val === "boolean" || typeof val === 'bigint') && (typeof val === 'bigint' ? val > BigInt(Math.floor(Number(max))) : Number(val) > max)) {
         errors.push({
           type: 'value_bigger_than_max',
-          message: `Value ${pyNumStr(Number(val), asFloat)} bigger than max of ${pyNumStr(max, asFloat)}`,
+          message: `Value ${pyNumStr(typeof val === 'bigint' ? val : Number(val), asFloat)} bigger than max of ${pyNumStr(max, asFloat)}`,
           details: x,
           extra_info: { input_name: x, input_config: info, received_value: val },
         });

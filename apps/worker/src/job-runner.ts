@@ -2,13 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
 import type { Db, Job } from '#libs/db';
-import { EngineValidationError, type EngineClient, type EngineMessage, type EngineSocket } from '#libs/engine-protocol';
+import type { Readable } from 'node:stream';
+import { EngineValidationError, pythonJsonDumps, type EngineClient, type EngineMessage, type EngineSocket } from '#libs/engine-protocol';
 import {
   extendRunDeadline,
   finishJob,
-  publishAccountMessage,
+  leaseToken,
   claimJob,
+  saveProgress,
   transition,
+  type RunLease,
   type ExtraDataVault,
   type JobEventLog,
   type JobKeys,
@@ -19,8 +22,10 @@ import type { BlobStore } from '#libs/storage';
 import type { ProgressView } from '#libs/contracts';
 import type { NodeDefinitions } from '#libs/workflow';
 import { scopeEngineCache } from './cache-scope.js';
-import { stageInputs, StagingError, type ApiWorkflow } from './input-staging.js';
+import { removeStagedInputs, stageInputs, stagingFolder, StagingError, type ApiWorkflow, type StagedInputs } from './input-staging.js';
 import { OutputStore, OutputStoreError, type StoredOutput } from './output-store.js';
+import { PngPromptRewriter } from './png-prompt.js';
+import { TenantView } from './tenant-view.js';
 import { PromptWatch } from './prompt-watch.js';
 import { refusalMessage } from './refusal.js';
 import { RunContext, type EngineOutcome } from './run-context.js';
@@ -54,7 +59,17 @@ const STORING_ALLOWANCE_SECONDS = 15 * 60;
 const LOG_TAIL_WAIT_MS = 1000;
 
 // A handed-back job runs again elsewhere; once its attempts are used up it fails with `code`.
-type Ending = { outcome: Outcome } | { handBack: string; code?: string };
+// `engineMs`: how long the engine worked on the job in this run, charged with it.
+type Ending = { outcome: Outcome } | { handBack: string; code?: string; engineMs?: number };
+
+/** One run of a job: the job as claimed, and the lease its claim gave this worker. */
+interface Run {
+  job: Job;
+  lease: RunLease;
+  /** The lease as Redis holds it: the run's events and messages are sent only while it matches. */
+  token: string;
+  log: Log;
+}
 
 /**
  * An engine message as v1 clients see it: the engine knows the job by this worker's private prompt
@@ -90,6 +105,8 @@ export class JobRunner {
    * up the attempts of every queued job in the seconds an engine takes to restart.
    */
   lostEngine = false;
+  /** The history messages v1 clients were sent of the current run, stored with its ending (v1 history). */
+  private runMessages: () => Array<[string, unknown]> = () => [];
 
   constructor(private readonly d: RunnerDeps) {}
 
@@ -130,14 +147,18 @@ export class JobRunner {
     const job = claimed.job;
     // Every line about this job carries its id.
     const log = this.d.log.child({ job_id: jobId });
+    const lease = { workerId, attempt: job.attempts };
+    const run: Run = { job, lease, token: leaseToken(lease), log };
     // Waiting is measured once, on the first start; a handed-back job keeps its original wait.
     if (claimed.firstStart && job.queueMs !== null) queueWaitObserved(job.queueMs / 1000);
     log('info', 'job started', { queue_ms: job.queueMs, attempt: job.attempts });
-    // Not waited for: later events go through the same Redis connection, so they stay behind it.
-    void this.status(job, 'running').catch(() => undefined);
+    // Not waited for: the lease, then the events, leave in this order on the same Redis connection.
+    const leaseMs = Math.max(0, (job.runDeadlineAt?.getTime() ?? Date.now()) - Date.now()) + (STORING_ALLOWANCE_SECONDS + 600) * 1000;
+    void this.d.redis.set(this.d.keys.lease(job.id), run.token, 'PX', leaseMs).catch(() => undefined);
+    void this.status(run, 'running').catch(() => undefined);
     let ending: Ending;
     try {
-      ending = await this.execute(job, promptId, extra, log);
+      ending = await this.execute(run, promptId, extra);
     } catch (err) {
       // Most often a dependency that went away mid-run (Redis or PostgreSQL restarting): the job
       // is not at fault, so it runs again rather than failing on its first attempt.
@@ -148,26 +169,30 @@ export class JobRunner {
     }
     this.stage = 'concluding';
     this.lostEngine = 'handBack' in ending && ending.code === undefined;
-    await this.conclude(job, ending, log);
+    await this.conclude(run, ending);
     this.stage = 'idle';
   }
 
-  private async conclude(job: Job, ending: Ending, log: Log): Promise<void> {
-    const { db, config, workerId } = this.d;
+  private async conclude(run: Run, ending: Ending): Promise<void> {
+    const { db, config } = this.d;
+    const { job, lease, log } = run;
     if ('handBack' in ending) {
       const latest = await db.job.findUnique({ where: { id: job.id } });
       if (latest && latest.attempts < config.jobs.maxAttempts && latest.status === 'running') {
-        const back = await transition(db, job.id, ['running'], 'queued', { dispatchedAt: null, workerId: null }, { workerId });
+        // The engine's time in this run is charged when the job ends, with the runs after it.
+        const patch = { dispatchedAt: null, workerId: null, billedMs: { increment: Math.round(ending.engineMs ?? 0) } };
+        const back = await transition(db, job.id, ['running'], 'queued', patch, { workerId: lease.workerId, attempts: lease.attempt });
         if (back) {
           log('warn', 'job handed back', { reason: ending.handBack });
-          await this.status(back, 'queued');
+          await this.status(run, 'queued');
+          await this.d.redis.del(this.d.keys.lease(job.id));
           return;
         }
       }
-      if (latest?.status === 'canceling') ending = { outcome: { status: 'canceled' } };
-      else ending = { outcome: { status: 'failed', error: { code: ending.code ?? 'engine_unavailable', message: ending.handBack } } };
+      if (latest?.status === 'canceling') ending = { outcome: { status: 'canceled', engineMs: ending.engineMs } };
+      else ending = { outcome: { status: 'failed', error: { code: ending.code ?? 'engine_unavailable', message: ending.handBack }, engineMs: ending.engineMs } };
     }
-    const done = await finishJob(db, job.id, ending.outcome, config.jobs.creditsPerSecond, new Date(), { workerId });
+    const done = await finishJob(db, job.id, { ...ending.outcome, engineMessages: this.runMessages() }, config.jobs.creditsPerSecond, new Date(), lease);
     if (done) {
       jobExecutionObserved(done.status, (done.executionMs ?? 0) / 1000);
       const error = ending.outcome.error;
@@ -176,29 +201,57 @@ export class JobRunner {
         execution_ms: done.executionMs,
         ...(error ? { error_code: error.code } : {}),
       });
-      await this.status(done, done.status);
+      await this.status(run, done.status);
+      await this.d.redis.del(this.d.keys.lease(job.id));
+      // After the status: clients wait on that, nobody waits on this.
+      await this.d.vault.delete(job.id);
+    } else {
+      // Ended meanwhile (the sweeper's deadline), or run again elsewhere, which still needs its secrets.
+      log('warn', 'job not finished by this run: it ended meanwhile or another worker took it over', { attempt: lease.attempt });
     }
-    // After the status: clients wait on that, nobody waits on this.
-    await this.d.vault.delete(job.id);
   }
 
-  private async status(job: Job, status: string): Promise<void> {
-    await this.d.events.append(job.id, job.accountId, 'status', { status, queue_position: null });
+  private async status(run: Run, status: string): Promise<void> {
+    await this.d.events.append(run.job.id, run.job.accountId, 'status', { status, queue_position: null }, run.token);
   }
 
-  private async execute(job: Job, promptId: string, extraData: Promise<Record<string, unknown> | null>, jobLog: Log): Promise<Ending> {
-    const { db, engine, socket, store, events, config, keys, redis } = this.d;
+  private async execute(run: Run, promptId: string, extraData: Promise<Record<string, unknown> | null>): Promise<Ending> {
+    const { db, store, engine, config } = this.d;
+    const { job, log: jobLog } = run;
+    this.runMessages = () => [];
     const workflow = job.workflow as unknown as ApiWorkflow;
-    let staged: ApiWorkflow;
+    const submitted = (job.submittedWorkflow ?? null) as ApiWorkflow | null;
+    let inputs: StagedInputs;
     try {
       this.stage = 'staging';
-      staged = await stageInputs(scopeEngineCache(workflow, job.accountId, this.d.definitions()), job.accountId, db, store, engine);
+      const scoped = scopeEngineCache(workflow, job.accountId, this.d.definitions());
+      inputs = await stageInputs(scoped, submitted, job.accountId, stagingFolder(config.signingSecret, job.accountId), db, store, engine);
     } catch (err) {
       if (err instanceof StagingError) return { outcome: { status: 'failed', error: { code: 'missing_asset', message: err.message } } };
       return { handBack: `Could not stage inputs on the engine: ${(err as Error).message}` };
     }
+    try {
+      return await this.runStaged(run, promptId, inputs, extraData);
+    } finally {
+      // Gone from the engine once the job is over, whatever its ending.
+      await removeStagedInputs(config.worker.engineInputDir, inputs).catch((err: Error) => jobLog('warn', 'staged inputs not removed', { err: err.message }));
+    }
+  }
 
-    const outputs = new OutputStore(db, store, engine, events, jobLog);
+  private async runStaged(run: Run, promptId: string, inputs: StagedInputs, extraData: Promise<Record<string, unknown> | null>): Promise<Ending> {
+    const { db, engine, socket, store, events, config, keys, redis } = this.d;
+    const { job, lease, token, log: jobLog } = run;
+    const staged = inputs.workflow;
+    const tenant = new TenantView(inputs.tenantNames, inputs.folder);
+    // Saved images carry the workflow the tenant sent, not the one the engine ran (staged names, cache scope).
+    const promptText = pythonJsonDumps(job.submittedWorkflow ?? job.workflow);
+    const tenantBytes = (name: string, bytes: Readable): Readable => {
+      if (!name.toLowerCase().endsWith('.png')) return bytes;
+      const rewriter = new PngPromptRewriter(promptText);
+      bytes.on('error', (err) => rewriter.destroy(err));
+      return bytes.pipe(rewriter);
+    };
+    const outputs = new OutputStore(db, store, engine, events, jobLog, lease, tenantBytes);
     const stored: StoredOutput[] = [];
     let outputFailure: Error | null = null;
     // Outputs are stored, and v1 messages forwarded, strictly in the engine's order.
@@ -209,12 +262,15 @@ export class JobRunner {
         else jobLog('warn', 'output step failed', { err: (err as Error).message });
       });
     };
+    // Only an error names the job's inputs (`current_inputs`, its message and traceback), unless
+    // staged file names can appear anywhere.
+    const tenantMessage = (message: EngineMessage): EngineMessage => (inputs.folder !== null || message.type === 'execution_error' ? tenant.value(message) : message);
     const forwardV1 = (message: EngineMessage) =>
-      publishAccountMessage(redis, keys, {
+      events.publishLeased({
         accountId: job.accountId,
         jobId: job.id,
-        text: JSON.stringify(withJobPromptId(message, job.id)),
-      });
+        text: JSON.stringify(withJobPromptId(tenantMessage(message), job.id)),
+      }, token);
 
     const persist = new Throttle(1000);
     const announce = new Throttle(500);
@@ -223,8 +279,8 @@ export class JobRunner {
     const ctx = new RunContext(promptId, staged, config.worker.logCaptureBytes, {
       progress: (snapshot, final) => {
         latestProgress = snapshot;
-        const write = () => db.job.update({ where: { id: job.id }, data: { progress: snapshot as object } }).then(() => undefined);
-        const send = () => events.append(job.id, job.accountId, 'progress', snapshot).then(() => undefined);
+        const write = () => saveProgress(db, job.id, snapshot, lease);
+        const send = () => events.append(job.id, job.accountId, 'progress', snapshot, token).then(() => undefined);
         if (final) {
           persist.cancel();
           announce.cancel();
@@ -240,7 +296,7 @@ export class JobRunner {
       },
       preview: (image, mimeType, nodeId, metadata) => {
         // In line with the forwarded messages: v1 clients get a preview before its step's progress.
-        enqueue(() => publishAccountMessage(redis, keys, {
+        enqueue(() => events.publishLeased({
           accountId: job.accountId,
           jobId: job.id,
           preview: {
@@ -248,13 +304,13 @@ export class JobRunner {
             base64: image.toString('base64'),
             metadata: { ...(metadata ?? {}), node_id: nodeId ?? '', prompt_id: job.id, display_node_id: metadata?.display_node_id ?? nodeId ?? '', parent_node_id: metadata?.parent_node_id ?? null, real_node_id: metadata?.real_node_id ?? nodeId ?? '', image_type: mimeType },
           },
-        }));
-        previewGate.run(() => void events.append(job.id, job.accountId, 'preview', { node_id: nodeId ?? '', content_type: mimeType, data_base64: image.toString('base64') }).catch(() => undefined));
+        }, token));
+        previewGate.run(() => void events.append(job.id, job.accountId, 'preview', { node_id: nodeId ?? '', content_type: mimeType, data_base64: image.toString('base64') }, token).catch(() => undefined));
       },
       outputs: (nodeId, reported: ReportedOutput[], message) => {
         enqueue(async () => {
           const refs: Record<string, unknown[]> = {};
-          const original = ((message.data as { output?: Record<string, unknown[]> }).output ?? {}) as Record<string, unknown[]>;
+          const original = ((message?.data as { output?: Record<string, unknown[]> } | undefined)?.output ?? {}) as Record<string, unknown[]>;
           for (const [key, list] of Object.entries(original)) refs[key] = Array.isArray(list) ? [...list] : list;
           for (const item of reported) {
             const saved = await outputs.save(job, nodeId, item);
@@ -262,7 +318,8 @@ export class JobRunner {
             if (item.kind === 'file' && Array.isArray(refs[item.key])) refs[item.key]![item.index] = saved.v1Ref;
           }
           // Not waited for, like the other forwarded messages: the connection keeps their order.
-          void forwardV1({ type: 'executed', data: { ...(message.data as object), output: refs } }).catch((err: Error) => jobLog('warn', 'executed message not forwarded', { err: err.message }));
+          // Images sent only over the socket came with no `executed` (message null): none to forward.
+          if (message) void forwardV1({ type: 'executed', data: { ...(message.data as object), output: refs } }).catch((err: Error) => jobLog('warn', 'executed message not forwarded', { err: err.message }));
         });
       },
       // In line behind any output still being stored, but not waited for: commands on one Redis
@@ -273,10 +330,13 @@ export class JobRunner {
         }),
       progressText: (nodeId, text) =>
         enqueue(async () => {
-          void publishAccountMessage(redis, keys, { accountId: job.accountId, jobId: job.id, progressText: { nodeId, text } }).catch(() => undefined);
+          void events.publishLeased({ accountId: job.accountId, jobId: job.id, progressText: { nodeId, text } }, token).catch(() => undefined);
         }),
     });
 
+    // What forwardV1 sent of them: the v1 history is what the socket had.
+    // History keeps what the socket was sent: the tenant's view of each message.
+    this.runMessages = () => ctx.historyMessages.map((m) => withJobPromptId(tenantMessage(m), job.id)).map(({ type, data }) => [type, data]);
     const onMessage = (m: EngineMessage) => ctx.onMessage(m);
     const onBinary = (f: Parameters<typeof ctx.onBinary>[0]) => ctx.onBinary(f);
     socket.on('message', onMessage);
@@ -327,6 +387,9 @@ export class JobRunner {
       },
     };
     let result: EngineOutcome;
+    // From the engine's acceptance of the prompt to its end: the time the job is charged for.
+    let engineStart: number | null = null;
+    let engineMs = 0;
     try {
       const extra = await extraData;
       try {
@@ -335,10 +398,11 @@ export class JobRunner {
         if (!canceled) {
           jobLog('debug', 'submitting prompt to the engine', { engine_prompt_id: promptId });
           await engine.submitPrompt({ prompt: staged, client_id: socket.clientId, prompt_id: promptId, extra_data: extra ?? {} });
+          engineStart = performance.now();
         }
       } catch (err) {
         if (err instanceof EngineValidationError) {
-          const refusal = refusalMessage(err.body);
+          const refusal = refusalMessage(tenant.value(err.body));
           return { outcome: { status: 'failed', error: { code: 'prompt_rejected', message: refusal.message, node_id: refusal.nodeId, class_type: refusal.classType } } };
         }
         return { handBack: `The engine did not accept the prompt: ${(err as Error).message}` };
@@ -348,6 +412,7 @@ export class JobRunner {
       if (canceled) stopPrompt();
       watch.start();
       result = await ctx.outcome;
+      if (engineStart !== null) engineMs = performance.now() - engineStart;
       // The end came over the socket, but an `executed` may have been lost in a break before it.
       if (watch.missedMessages && !handBackReason) {
         const history = await watch.endedHistory();
@@ -375,22 +440,24 @@ export class JobRunner {
     // The engine finished within the deadline (the worker's own timer stops it otherwise): the
     // outputs still on their way must not make the job late.
     if (!canceled && !handBackReason && job.runDeadlineAt && job.runDeadlineAt.getTime() - Date.now() < STORING_ALLOWANCE_SECONDS * 1000) {
-      await extendRunDeadline(db, job.id, STORING_ALLOWANCE_SECONDS).catch((err: Error) => jobLog('warn', 'run deadline not extended for storing outputs', { err: err.message }));
+      await extendRunDeadline(db, job.id, STORING_ALLOWANCE_SECONDS, lease).catch((err: Error) => jobLog('warn', 'run deadline not extended for storing outputs', { err: err.message }));
     }
     await chain;
-    const log = ctx.log.result();
-    if (handBackReason) return { handBack: handBackReason };
+    const captured = ctx.log.result();
+    const log = captured && { ...captured, text: tenant.text(captured.text) };
+    if (handBackReason) return { handBack: handBackReason, engineMs };
     if (result.kind === 'success') {
-      if (outputFailure) return { outcome: { status: 'failed', error: { code: 'output_store_failed', message: (outputFailure as Error).message }, log } };
-      return { outcome: { status: 'succeeded', log, progress: latestProgress } };
+      // Outputs the service could not keep are its own failure: the job costs nothing.
+      if (outputFailure) return { outcome: { status: 'failed', error: { code: 'output_store_failed', message: (outputFailure as Error).message }, log, free: true } };
+      return { outcome: { status: 'succeeded', log, progress: latestProgress, engineMs } };
     }
     if (result.kind === 'error') {
       // The engine's exception type is kept so v1 history can report it as the engine did.
-      const error = { code: 'node_execution_error', message: result.message, node_id: result.nodeId, class_type: result.classType, traceback: result.traceback || null, exception_type: result.exceptionType };
-      return { outcome: { status: 'failed', error, log } };
+      const error = { code: 'node_execution_error', message: tenant.text(result.message), node_id: result.nodeId, class_type: result.classType, traceback: result.traceback ? tenant.text(result.traceback) : null, exception_type: result.exceptionType };
+      return { outcome: { status: 'failed', error, log, engineMs } };
     }
-    if (canceled === 'expired') return { outcome: { status: 'expired', error: { code: 'execution_timeout', message: 'The job ran longer than allowed.' }, log } };
-    if (canceled === 'cancel') return { outcome: { status: 'canceled', log } };
-    return { outcome: { status: 'failed', error: { code: 'interrupted', message: 'The engine interrupted the job.' }, log } };
+    if (canceled === 'expired') return { outcome: { status: 'expired', error: { code: 'execution_timeout', message: 'The job ran longer than allowed.' }, log, engineMs } };
+    if (canceled === 'cancel') return { outcome: { status: 'canceled', log, engineMs } };
+    return { outcome: { status: 'failed', error: { code: 'interrupted', message: 'The engine interrupted the job.' }, log, engineMs } };
   }
 }

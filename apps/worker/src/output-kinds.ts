@@ -8,10 +8,26 @@ export interface EngineFileRef {
   type: string;
 }
 
-/** One thing a node reported in its UI output: a file on the engine, or inline text. */
+/**
+ * One thing a node produced: a file on the engine or inline text (from its UI output), or an
+ * image it sent only over the socket (SaveImageWebsocket), as the bytes it sent.
+ */
 export type ReportedOutput =
   | { kind: 'file'; key: string; ref: EngineFileRef; index: number }
-  | { kind: 'text'; key: string; text: string; index: number };
+  | { kind: 'text'; key: string; text: string; index: number }
+  | { kind: 'bytes'; key: string; data: Buffer; contentType: string; index: number };
+
+const IMAGE_EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' };
+
+/**
+ * The name an output is stored under. Text and socket images have no file on the engine: they are
+ * named after their node, key and place, so a job run again finds what its earlier attempt stored.
+ */
+export function outputName(nodeId: string, output: ReportedOutput): string {
+  if (output.kind === 'file') return output.ref.filename;
+  if (output.kind === 'text') return `${nodeId}_${output.key}_${output.index}.txt`;
+  return `${nodeId}_${output.key}_${output.index}.${IMAGE_EXTENSIONS[output.contentType] ?? 'bin'}`;
+}
 
 function isFileRef(v: unknown): v is EngineFileRef {
   const r = v as Partial<EngineFileRef> | null;

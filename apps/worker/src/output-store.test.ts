@@ -25,7 +25,7 @@ describe('OutputStore', () => {
     } as unknown as EngineClient;
     const store = { put: async () => Promise.reject(new Error('bucket unavailable')) } as unknown as BlobStore;
     const log = Object.assign(() => undefined, { child: () => log }) as unknown as Log;
-    const outputs = new OutputStore({} as Db, store, engine, {} as JobEventLog, log);
+    const outputs = new OutputStore({} as Db, store, engine, {} as JobEventLog, log, { workerId: 'w1', attempt: 1 });
 
     const saving = outputs.save(
       { id: '00000000-0000-4000-8000-000000000001', accountId: '00000000-0000-4000-8000-000000000002', expiresAt: new Date(), attempts: 1 },

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { blobRow, blobSurvived, underBlobLock } from '#libs/assets';
+import { blobRow, blobSurvived, bytesNewToAccount, discardUnrecordedBytes, underBlobLock } from '#libs/assets';
 import type { Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
-import type { JobEventLog } from '#libs/jobs';
+import { leaseToken, type JobEventLog, type RunLease } from '#libs/jobs';
 import { outputBytesObserved } from '#libs/metrics';
 import type { BlobStore, StoredBlob } from '#libs/storage';
-import { contentTypeFor, outputType, type ReportedOutput } from './output-kinds.js';
+import { contentTypeFor, outputName, outputType, type ReportedOutput } from './output-kinds.js';
 import type { Log } from './worker-process.js';
 
 export interface StoredOutput {
@@ -23,6 +23,9 @@ const ATTEMPTS = 6;
 
 export class OutputStoreError extends Error {}
 
+/** The run no longer holds its job: what it made is not the job's. */
+export class LeaseLostError extends Error {}
+
 /**
  * Streams each output from the engine into the blob store (hashed on the way, stored once),
  * records it as an asset of the job, and announces it. Storage failures are retried with a fresh
@@ -35,10 +38,14 @@ export class OutputStore {
     private readonly engine: EngineClient,
     private readonly events: JobEventLog,
     private readonly log: Log,
+    /** The run storing them: an output is recorded only while the run still holds its job. */
+    private readonly lease: RunLease,
+    /** What an output's bytes pass through on their way to the store (the tenant's view of them). */
+    private readonly prepare: (name: string, bytes: Readable) => Readable = (_name, bytes) => bytes,
   ) {}
 
   async save(job: { id: string; accountId: string; expiresAt: Date; attempts: number }, nodeId: string, output: ReportedOutput): Promise<StoredOutput> {
-    const name = output.kind === 'file' ? output.ref.filename : `${nodeId}_${output.key}_${output.index}.txt`;
+    const name = outputName(nodeId, output);
     // Only a job run again can already have this output (stored by the earlier attempt).
     const existing =
       job.attempts > 1
@@ -57,10 +64,14 @@ export class OutputStore {
             reportedType = 'text/plain; charset=utf-8';
             return await this.store.put(Readable.from([Buffer.from(output.text, 'utf8')]));
           }
+          if (output.kind === 'bytes') {
+            reportedType = output.contentType;
+            return await this.store.put(Readable.from([output.data]));
+          }
           const view = await this.engine.viewWithInfo(output.ref);
           reportedType = view.contentType;
           try {
-            return await this.store.put(view.stream);
+            return await this.store.put(this.prepare(name, view.stream));
           } finally {
             // A store that failed before reading it all must not leave the engine's connection open.
             if (!view.stream.readableEnded) view.stream.destroy();
@@ -76,23 +87,34 @@ export class OutputStore {
     // Only bytes actually written count: a deduplicated copy adds nothing to storage.
     if (stored.created) outputBytesObserved(stored.sizeBytes);
 
-    const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : contentTypeFor(name, reportedType);
+    const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : output.kind === 'bytes' ? output.contentType : contentTypeFor(name, reportedType);
     const type = outputType(output.key, name, contentType);
     // Blob, asset and job output in one statement: all three exist, or none does. Under the blob's
     // lock: a deletion of the same bytes' last record then cannot fail on this reference.
     const assetId = randomUUID();
-    await underBlobLock(
+    // A job's outputs never change once it has ended, nor after another worker took it over: the
+    // records are written only while this run's claim still holds the job.
+    const recorded = await underBlobLock(
       this.db,
       stored.hash,
       this.db.$executeRaw`
-      WITH ${blobRow(stored)}, asset AS (
-        INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at)
-        VALUES (${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt})
+      WITH ${blobRow(stored)}, held AS (
+        SELECT 1 FROM jobs WHERE id = ${job.id}::uuid AND status IN ('running', 'canceling')
+          AND worker_id = ${this.lease.workerId} AND attempts = ${this.lease.attempt}
+      ), asset AS (
+        INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at, created_new)
+        SELECT ${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt},
+               ${bytesNewToAccount(job.accountId, stored.hash)} FROM held
         RETURNING id
       )
       INSERT INTO job_outputs (job_id, asset_id, node_id, type, engine_key, engine_type, name)
       SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`,
     );
+    if (recorded === 0) {
+      // Bytes this run stored and nobody records are removed again (those of others stay).
+      if (stored.created) await discardUnrecordedBytes(this.db, this.store, stored.hash).catch(() => undefined);
+      throw new LeaseLostError(`Output ${name} not recorded: the job is no longer this run's.`);
+    }
     // The same bytes, stored by another job or upload, may have been deleted by retention between
     // the write and the record above; the engine still has them, so they are written again.
     if (!(await blobSurvived(this.db, this.store, stored.hash))) await putBytes();
@@ -108,7 +130,7 @@ export class OutputStore {
       size_bytes: stored.sizeBytes,
       hash: `blake3:${stored.hash}`,
       job_id: job.id,
-    }).catch((err: Error) => this.log('warn', 'output event not recorded', { err: err.message, asset_id: assetId }));
+    }, leaseToken(this.lease)).catch((err: Error) => this.log('warn', 'output event not recorded', { err: err.message, asset_id: assetId }));
     return { assetId: asset.id, nodeId, name, type, v1Ref };
   }
 }

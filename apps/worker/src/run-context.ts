@@ -13,8 +13,12 @@ export type EngineOutcome =
 export interface RunHooks {
   progress(snapshot: ProgressView, final: boolean): void;
   preview(image: Buffer, mimeType: string, nodeId: string | null, metadata: Record<string, unknown> | null): void;
-  /** Outputs of one node, in the order reported; resolves once they are stored. */
-  outputs(nodeId: string, outputs: ReportedOutput[], message: EngineMessage): void;
+  /**
+   * Outputs of one node, in the order reported. `message` is the `executed` message that reported
+   * them, for the v1 WebSocket; null for images the node sent only over the socket (the engine
+   * sends no `executed` for those, so v1 clients get none either).
+   */
+  outputs(nodeId: string, outputs: ReportedOutput[], message: EngineMessage | null): void;
   /** Every other execution message of this prompt, for the v1 WebSocket. */
   forward(message: EngineMessage): void;
   /** A node's progress text (a TEXT binary frame), for the v1 WebSocket. */
@@ -28,8 +32,22 @@ export interface RunHooks {
  */
 const PROMPT_DONE_LINE = /^Prompt executed in /m;
 
+/** The messages the engine keeps in a prompt's history (`status.messages`), as execution.py adds them. */
+const HISTORY_MESSAGES = new Set(['execution_start', 'execution_cached', 'execution_success', 'execution_error', 'execution_interrupted']);
+
 interface DataWithPrompt {
   prompt_id?: string;
+}
+
+/** The nodes no other node of the workflow takes an input from. */
+function sinkNodes(workflow: ApiWorkflow): Set<string> {
+  const used = new Set<string>();
+  for (const node of Object.values(workflow)) {
+    for (const value of Object.values(node.inputs ?? {})) {
+      if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'number') used.add(value[0]);
+    }
+  }
+  return new Set(Object.keys(workflow).filter((id) => !used.has(id)));
 }
 
 /**
@@ -45,6 +63,16 @@ export class RunContext {
   private started = false;
   /** Nodes whose outputs were already handed on, so history does not report them twice. */
   private readonly reported = new Set<string>();
+  /**
+   * Images sink nodes sent over the socket, by node, until the node is done. The engine runs only
+   * output nodes and what they need, so a sink that runs is an output node: one that ends without
+   * an `executed` (SaveImageWebsocket, or any node that returns images only over the socket) made
+   * these images as its outputs. Previews of other nodes (a sampler's) are never kept.
+   */
+  private readonly socketImages = new Map<string, { data: Buffer; contentType: string }[]>();
+  private readonly sinks: Set<string>;
+  /** The history messages handed on to v1 clients so far, in order: the job's v1 history shows these. */
+  readonly historyMessages: EngineMessage[] = [];
   done = false;
   /** The engine said how the prompt ended (a terminal message, or its history). */
   private concluded = false;
@@ -59,6 +87,7 @@ export class RunContext {
     private readonly hooks: RunHooks,
   ) {
     this.tracker = new ProgressTracker(workflow);
+    this.sinks = sinkNodes(workflow);
     this.log = new LogCapture(logBytes);
     this.outcome = new Promise((resolve) => (this.settle = resolve));
   }
@@ -88,15 +117,17 @@ export class RunContext {
     switch (message.type) {
       case 'execution_start':
         this.started = true;
-        this.hooks.forward(message);
+        this.forward(message);
         this.hooks.progress(this.tracker.snapshot(), false);
         return;
       case 'execution_cached':
         this.tracker.cached((data.nodes as string[] | undefined) ?? []);
-        this.hooks.forward(message);
+        this.forward(message);
         this.hooks.progress(this.tracker.snapshot(), false);
         return;
       case 'executing':
+        // The engine runs one node at a time: the next one starting means the others are done.
+        this.commitSocketImages((node) => node !== data.node);
         this.tracker.executing((data.node as string | null | undefined) ?? null);
         this.hooks.forward(message);
         if (data.node !== null) this.hooks.progress(this.tracker.snapshot(), false);
@@ -110,6 +141,8 @@ export class RunContext {
         const nodeId = String(data.node);
         this.tracker.finished(nodeId);
         this.reported.add(nodeId);
+        // A node that reports its outputs sent previews, not outputs, over the socket.
+        this.socketImages.delete(nodeId);
         this.hooks.outputs(nodeId, reportedOutputs(data.output as Record<string, unknown> | null), message);
         this.hooks.progress(this.tracker.snapshot(), false);
         return;
@@ -140,7 +173,8 @@ export class RunContext {
     }
     if (this.done) return;
     const messages = entry.status?.messages ?? [];
-    const terminal = messages.find(([type]) => type === 'execution_error' || type === 'execution_interrupted');
+    // The engine's own ending, timestamp and all: v1 clients and the job's history get it as kept.
+    const terminal = messages.find(([type]) => type === 'execution_error' || type === 'execution_interrupted' || type === 'execution_success');
     if (terminal) this.conclude({ type: terminal[0], data: terminal[1] });
     else if (entry.status?.status_str === 'success') this.conclude({ type: 'execution_success', data: { prompt_id: this.promptId } });
     else this.conclude({ type: 'execution_error', data: { prompt_id: this.promptId, exception_message: 'The engine recorded the prompt as failed without saying why.' } });
@@ -172,10 +206,30 @@ export class RunContext {
     return this.logEndSeen;
   }
 
+  /**
+   * Hands on the images of the nodes `done` says are done, as their outputs. A node the prompt
+   * failed or was interrupted in did not finish: what it sent is not an output.
+   */
+  private commitSocketImages(done: (nodeId: string) => boolean): void {
+    for (const [nodeId, images] of [...this.socketImages]) {
+      if (!done(nodeId)) continue;
+      this.socketImages.delete(nodeId);
+      if (this.reported.has(nodeId)) continue;
+      this.reported.add(nodeId);
+      this.hooks.outputs(
+        nodeId,
+        images.map((image, index) => ({ kind: 'bytes', key: 'images', data: image.data, contentType: image.contentType, index })),
+        null,
+      );
+    }
+  }
+
   private conclude(message: EngineMessage): void {
     const data = (message.data ?? {}) as Record<string, unknown>;
+    const failedAt = message.type === 'execution_success' ? null : typeof data.node_id === 'string' ? data.node_id : undefined;
+    this.commitSocketImages((node) => failedAt !== undefined && node !== failedAt);
     this.concluded = true;
-    this.hooks.forward(message);
+    this.forward(message);
     if (message.type === 'execution_success') {
       this.tracker.complete();
       this.hooks.progress(this.tracker.snapshot(), true);
@@ -198,11 +252,27 @@ export class RunContext {
   onBinary(frame: BinaryFrame): void {
     if (this.done || !this.started) return;
     if (frame.kind === 'preview_image') {
-      this.hooks.preview(frame.image, frame.mimeType, this.tracker.snapshot().current_node, null);
+      const nodeId = this.tracker.snapshot().current_node;
+      this.keepSocketImage(nodeId, frame.image, frame.mimeType);
+      this.hooks.preview(frame.image, frame.mimeType, nodeId, null);
     } else if (frame.kind === 'preview_image_with_metadata' && frame.metadata.prompt_id === this.promptId) {
+      this.keepSocketImage(frame.metadata.node_id, frame.image, frame.mimeType);
       this.hooks.preview(frame.image, frame.mimeType, frame.metadata.node_id, frame.metadata);
     } else if (frame.kind === 'text') {
       this.hooks.progressText(frame.nodeId, frame.text);
     }
+  }
+
+  private forward(message: EngineMessage): void {
+    if (HISTORY_MESSAGES.has(message.type)) this.historyMessages.push(message);
+    this.hooks.forward(message);
+  }
+
+  private keepSocketImage(nodeId: string | null, image: Buffer, contentType: string): void {
+    if (nodeId === null || !this.sinks.has(nodeId) || this.reported.has(nodeId)) return;
+    const images = this.socketImages.get(nodeId) ?? [];
+    // A copy: the frame's bytes may be a view of a buffer the socket reuses.
+    images.push({ data: Buffer.from(image), contentType });
+    this.socketImages.set(nodeId, images);
   }
 }

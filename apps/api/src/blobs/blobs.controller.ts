@@ -5,6 +5,7 @@ import { ApiError } from '#libs/contracts';
 import { isBlake3Hex, verifyBlobUrl, type BlobStore } from '#libs/storage';
 import { BLOB_STORE, CONFIG } from '../core/tokens.js';
 import { BlobDocs } from '../docs/index.js';
+import { Uncompressed } from '../http/compression.js';
 import { sendBlob } from '../http/send-blob.js';
 
 /**
@@ -22,6 +23,7 @@ export class BlobsController {
   // Fastify answers HEAD through this GET route as well.
   @Get(':hash')
   @BlobDocs.get()
+  @Uncompressed()
   async get(@Param('hash') hash: string, @Query() query: Record<string, string>, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<FastifyReply> {
     if (this.store.driver !== 'local' || !isBlake3Hex(hash)) throw ApiError.notFound('blob');
     const verdict = verifyBlobUrl(this.config.signingSecret, hash, query);

@@ -8,7 +8,7 @@ import { V1_PATHS, V1_WEBSOCKET_PATHS } from './v1-paths.js';
 const DESCRIPTION = `Runs ComfyUI workflows as durable jobs.
 
 - **v2** (\`/api/v2\`): jobs and assets. \`Authorization: Bearer <API key>\`. Errors are an ErrorEnvelope.
-- **v1** (\`/api\`, \`/ws\`): the deprecated engine-compatible API. \`X-API-Key: <API key>\` (WebSocket: \`?token=\`).
+- **v1** (\`/api\`, \`/ws\`): the deprecated engine-compatible API. \`X-API-Key: <API key>\` (WebSocket: \`?token=\`). As on the engine, every v1 route is also served without \`/api\` (\`/prompt\`, \`/userdata/...\`, \`/internal/...\`).
 - **router** (\`/v1/models\`): direct partner-model calls. \`Authorization: Bearer <JWT>\`. Errors are a RouterErrorResponse with \`X-Service-Error-Type\`.
 
 Paths are relative to the server URL (the \`BASE_PATH\` mount). A serverless deployment serves the same v2 paths under

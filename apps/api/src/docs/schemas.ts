@@ -186,7 +186,7 @@ const v2: Record<string, Schema> = {
       content_type: { type: 'string' },
       file_path: { type: 'string' },
       tags: { type: 'array', items: { type: 'string' } },
-      created_new: { type: 'boolean', description: 'True when the bytes were new to the store.' },
+      created_new: { type: 'boolean', description: 'True when the bytes were new to your store when this record was made (the upload that first stored them); the same on every read. False for a record made from a hash.' },
       created_at: dateTime,
       url: { type: 'string', format: 'uri', description: 'Signed, expiring download URL; fetch it without credentials.' },
       url_expires_at: dateTime,

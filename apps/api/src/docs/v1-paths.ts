@@ -20,6 +20,18 @@ const multipart = (schema: string) => ({ requestBody: { required: true, content:
 const pathParam = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
 const query = (name: string, description: string, schema: Obj = { type: 'string' }, required = false) => ({ name, in: 'query', required, description, schema });
 const empty = { description: 'Done (no body).' };
+const anyJsonBody = (required = true) => ({ requestBody: { required, content: { 'application/json': { schema: {} } } } });
+const inline = (description: string, schema: Obj) => ({ description, content: { 'application/json': { schema } } });
+const engineText = (description: string) => ({ description, content: { 'text/plain': { schema: { type: 'string' } } } });
+const ERROR_TEXT = { type: 'object', properties: { error: { type: 'string' } } };
+const MODEL_FOLDER = { type: 'object', properties: { name: { type: 'string' }, folders: { type: 'array', items: { type: 'string' } } } };
+const MODEL_FILE = { type: 'object', properties: { name: { type: 'string' }, pathIndex: { type: 'integer' } } };
+const USER_FILE = pathParam('file', 'Path in the user folder, percent-encoded as one segment (`workflows%2Fname.json`).');
+const USERDATA_REFUSALS = {
+  400: engineText('No file name, or a name no file can have.'),
+  403: engineText('The name leaves the user folder, or names a folder where a file is needed.'),
+  404: engineText('`File not found`.'),
+};
 
 export const V1_PATHS: Record<string, Obj> = {
   '/api/object_info': { get: op('Node definitions', { 200: json('V1ObjectInfo', 'Every node class the engines offer, with your uploaded files as choices.') }) },
@@ -33,6 +45,121 @@ export const V1_PATHS: Record<string, Obj> = {
     get: op('Files in a model folder', { 200: json('V1NameList', 'As the engines last reported them.') }, { parameters: [pathParam('folder', 'Model folder name.')] }, [
       'not_found',
     ]),
+  },
+  '/api/experiment/models': {
+    get: op('Model folders for the model library', { 200: inline('`[{name, folders}]`; `folders` (paths on disk) is always empty.', { type: 'array', items: MODEL_FOLDER }) }),
+  },
+  '/api/experiment/models/{folder}': {
+    get: op('Files in a model folder, for the model library', { 200: inline('`[{name, pathIndex}]`.', { type: 'array', items: MODEL_FILE }) }, { parameters: [pathParam('folder', 'Model folder name.')] }, ['not_found']),
+  },
+  '/api/view_metadata/{folder}': {
+    get: op(
+      "A safetensors model's metadata",
+      {},
+      { description: 'The engines report no model headers, so this answers 404 as the engine does for a model without metadata.', parameters: [pathParam('folder', 'Model folder name.'), query('filename', 'Model file name.')] },
+      ['not_found'],
+    ),
+  },
+  '/api/i18n': { get: op("Custom nodes' translations", { 200: inline('Always `{}`: the engines report none.', { type: 'object' }) }) },
+  '/api/workflow_templates': { get: op("Custom nodes' example workflows", { 200: inline('Node pack → workflow names; always `{}`: the engines report none.', { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } }) }) },
+  '/templates/{file}': {
+    get: op(
+      'Workflow template files',
+      {
+        200: {
+          description: '`index.json` (the template dialog\'s index), `default.json` (the stock text-to-image graph in the front end\'s format), `default-1.png` (its picture).',
+          content: { 'application/json': { schema: { type: 'object' } }, 'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } } },
+        },
+        404: engineText('Any other file: `404: Not Found`.'),
+      },
+      { parameters: [pathParam('file', 'File name.')] },
+    ),
+  },
+  '/api/users': {
+    get: op('The user', { 200: inline('`{storage: "server", migrated}`: the engine\'s single-user answer; the account is the one user. `migrated` once the user folder holds a file.', { type: 'object', properties: { storage: { type: 'string' }, migrated: { type: 'boolean' } } }) }),
+    post: op('Add a user', { 400: inline('`{error}`: users are accounts here, made by operators.', ERROR_TEXT) }, anyJsonBody(false)),
+  },
+  '/api/settings': {
+    get: op('All settings', { 200: inline('Setting id → value, from `comfy.settings.json` in the user folder.', { type: 'object' }) }),
+    post: op('Merge settings', { 200: empty, 400: engineError, 413: engineText('The settings file would pass a `USERDATA_*` limit.') }, { description: 'The posted object\'s keys replace those settings; others stay.', ...anyJsonBody() }),
+  },
+  '/api/settings/{id}': {
+    get: op('One setting', { 200: inline('Its value, or `null` when unset.', {}) }, { parameters: [pathParam('id', 'Setting id.')] }),
+    post: op('Set one setting', { 200: empty, 400: engineError, 413: engineText('The settings file would pass a `USERDATA_*` limit.') }, { parameters: [pathParam('id', 'Setting id.')], ...anyJsonBody() }),
+  },
+  '/api/userdata': {
+    get: op(
+      'List a folder of the user folder',
+      {
+        200: inline('Paths relative to `dir`; `[path, ...segments]` with `split`; `{path, size, modified, created}` with `full_info`. Hidden names are skipped.', { type: 'array' }),
+        400: engineText('`Directory not provided`.'),
+        403: engineText('`Invalid directory`: `dir` leaves the user folder.'),
+        404: engineText('`Directory not found`.'),
+      },
+      {
+        parameters: [
+          query('dir', 'Folder, relative to the user folder (`.` for itself).', { type: 'string' }, true),
+          query('recurse', '`true`: files at any depth.'),
+          query('split', '`true`: each path with its segments.'),
+          query('full_info', '`true`: size and times.'),
+        ],
+      },
+    ),
+  },
+  '/api/v2/userdata': {
+    get: op(
+      'List files and folders of the user folder',
+      {
+        200: inline('`[{name, path, type: "directory"|"file", size?, modified?}]`, folders first, by name.', { type: 'array' }),
+        400: engineText('`Invalid path requested` or `Requested path is not a directory`.'),
+        404: engineText('`Requested path not found`.'),
+      },
+      { parameters: [query('path', 'Folder, relative to the user folder; empty for the user folder.')] },
+    ),
+  },
+  '/api/userdata/{file}': {
+    get: op(
+      'Read a file of the user folder',
+      { 200: { description: 'The bytes as stored, typed by the file\'s extension (else as sent).', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } }, 304: { description: 'Unchanged (`If-None-Match`, `If-Modified-Since`).' }, ...USERDATA_REFUSALS },
+      { parameters: [USER_FILE] },
+    ),
+    post: op(
+      'Write a file of the user folder',
+      {
+        200: inline('The path written, or `{path, size, modified, created}` with `full_info`.', {}),
+        409: engineText('`File already exists` (`overwrite=false`).'),
+        413: engineText('Past `USERDATA_MAX_FILE_BYTES`, `USERDATA_MAX_ACCOUNT_BYTES` or `USERDATA_MAX_FILES`.'),
+        ...USERDATA_REFUSALS,
+      },
+      {
+        description: 'The body is stored byte for byte, whatever its declared type.',
+        parameters: [USER_FILE, query('overwrite', 'Anything but `false` overwrites.'), query('full_info', '`true`: answer with size and times.')],
+        requestBody: { required: false, content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
+      },
+    ),
+    delete: op('Delete a file of the user folder', { 204: { description: 'Deleted.' }, ...USERDATA_REFUSALS }, { parameters: [USER_FILE] }),
+  },
+  '/api/userdata/{file}/move/{dest}': {
+    post: op(
+      'Move a file of the user folder',
+      { 200: inline('The new path, or `{path, size, modified, created}` with `full_info`.', {}), 409: engineText('The destination exists and `overwrite=false`.'), ...USERDATA_REFUSALS },
+      { description: 'Onto a folder, the file moves into it.', parameters: [USER_FILE, pathParam('dest', 'Destination, percent-encoded like `file`.'), query('overwrite', 'Anything but `false` overwrites.'), query('full_info', '`true`: answer with size and times.')] },
+    ),
+  },
+  '/api/internal/logs': { get: op("Your jobs' log as one text", { 200: inline('Every entry as `"{t} - {m}"`, joined: the last 300 lines your jobs wrote, never the engine\'s own log.', { type: 'string' }) }) },
+  '/api/internal/logs/raw': {
+    get: op("Your jobs' log entries", { 200: inline('`{entries: [{t, m}], size: {cols, rows}}`: the last 300 lines your jobs wrote.', { type: 'object' }) }),
+  },
+  '/api/internal/logs/subscribe': {
+    patch: op('Have your jobs\' log lines pushed', { 200: empty, 400: engineError }, { description: '`{clientId, enabled}`: that client id\'s sockets get a `logs` message with each of your jobs\' lines as it ends.', ...anyJsonBody() }),
+  },
+  '/api/internal/folder_paths': { get: op('Model folders on disk', { 200: inline('Folder → paths; every list is empty (engine paths are not shown).', { type: 'object' }) }) },
+  '/api/internal/files/{directory_type}': {
+    get: op(
+      'Files directly in a folder',
+      { 200: json('V1NameList', '`input`: your uploads, newest first; `output`, `temp`: none (outputs lie in their prompt\'s subfolder).'), 400: inline('`{error: "Invalid directory type"}`.', ERROR_TEXT) },
+      { parameters: [pathParam('directory_type', '`input`, `output` or `temp`.')] },
+    ),
   },
   '/api/features': { get: op('Server features', { 200: json('V1Features', 'What clients read when they connect.') }) },
   '/api/system_stats': { get: op('System stats', { 200: json('V1SystemStats', 'The shape clients read; the engines are behind the service.') }) },

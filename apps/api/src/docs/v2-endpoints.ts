@@ -33,14 +33,14 @@ export const JobDocs = {
       ...endpoint(
         'Submit a workflow as a job',
         'Validates the graph against the engines\' node definitions, resolves asset references, checks credits and limits, then queues the job. ' +
-          'With `Idempotency-Key`, a repeat of the same body returns the job it created (200, `Idempotent-Replayed: true`). ' +
+          'An `Idempotency-Key` is single-use: any later request with it answers 422 `idempotency_key_reuse` and runs nothing; ' +
+          'beyond the public contract (additive), that 422 names the job the key created in `error.details.job_id`. ' +
           'On a deployment surface the graph must keep the pinned workflow\'s structure.',
       ),
-      ApiHeader({ name: 'Idempotency-Key', required: false, description: '1 to 255 visible ASCII characters (a UUID is a good choice); kept 24 h.' }),
+      ApiHeader({ name: 'Idempotency-Key', required: false, description: '1 to 255 visible ASCII characters (a UUID is a good choice); single-use, kept 24 h.' }),
       ApiHeader({ name: 'Prefer', required: false, description: '`wait=N`: hold the response up to N seconds (capped) until the job ends.' }),
       ApiBody({ schema: ref('SubmitJobRequest') }),
       ok(201, 'Job', 'The job was created.', { 'Preference-Applied': { description: 'Echoes `wait=N` when honoured.', schema: { type: 'string' } } }),
-      ok(200, 'Job', 'Idempotent replay: the job this key created.', { 'Idempotent-Replayed': { schema: { const: 'true' } } }),
       ...errors(
         ...V2_COMMON,
         'invalid_request',
@@ -114,10 +114,11 @@ export const AssetDocs = {
     applyDecorators(
       ...endpoint('Upload an asset', 'Multipart. The server computes the blake3 hash; identical bytes are stored once.'),
       ApiConsumes('multipart/form-data'),
+      ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Single-use, kept 24 h: a later upload with it answers 422 `idempotency_key_reuse` naming `error.details.asset_id` (additive).' }),
       ApiBody({ schema: ref('AssetUpload') }),
       ok(201, 'Asset', 'Stored: the bytes were new.'),
       ok(200, 'Asset', 'Recorded over a blob that already existed (deduplicated).'),
-      ...errors(...V2_COMMON, 'invalid_request', 'hash_mismatch', 'payload_too_large', 'unsupported_media_type'),
+      ...errors(...V2_COMMON, 'invalid_request', 'hash_mismatch', 'idempotency_key_reuse', 'payload_too_large', 'unsupported_media_type'),
     ),
   fromHash: () =>
     applyDecorators(

@@ -5,7 +5,7 @@ import type { Config } from '#libs/config';
 import { httpRequestObserved } from '#libs/metrics';
 import type { Draining } from '../core/draining.js';
 import { setServiceRequestId } from '../router/index.js';
-import { deploymentRewriter } from '../surface/request-scope.js';
+import { requestUrlRewriter } from '../surface/request-scope.js';
 import { frameworkErrorShape, rejectMalformedClient, sendError } from './error-body.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -33,7 +33,11 @@ export function fastifyOptions(config: Config): FastifyHttpOptions<Server> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
-    rewriteUrl: deploymentRewriter(config),
+    rewriteUrl: requestUrlRewriter(config),
+    // The engine's user-data routes take a whole percent-encoded path as one segment
+    // (`/api/userdata/workflows%2Fa%20long%20name.json`); Fastify's default cap of 100 characters
+    // would refuse ordinary workflow names. Longer than this is still a 414.
+    routerOptions: { maxParamLength: 4096 },
     // Per-request lines would dominate the log at load; errors are logged where they happen.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     // No connection is closed for being quiet: event streams, `Prefer: wait` and router calls stay

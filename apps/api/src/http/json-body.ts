@@ -1,6 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyBodyParser, FastifyRequest, RawServerDefault } from 'fastify';
-import { ApiError } from '#libs/contracts';
+import secureJson from 'secure-json-parse';
+import { ApiError, losslessReviver, mayHoldLongIntegers } from '#libs/contracts';
 import { isRouterPath } from './error-body.js';
 
 /**
@@ -73,6 +74,14 @@ export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: nu
     if (routerCall) (request as FastifyRequest & { [RAW_JSON]?: Buffer })[RAW_JSON] = body;
     const fail = (err: Error) => done(null, new UnparsableBody(err));
     if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) return fail(tooDeepError());
+    // Integers beyond 2^53 (the engine's seeds) keep every digit; the same poisoning checks apply.
+    if (mayHoldLongIntegers(text)) {
+      try {
+        return done(null, secureJson.parse(text, losslessReviver as (key: string, value: unknown) => unknown, { protoAction: 'error', constructorAction: 'error' }));
+      } catch {
+        // Fastify's own parser below answers malformed JSON in its usual words.
+      }
+    }
     return parse(request, text, (err, value) => (err ? fail(isJson(text) ? poisonedError() : err) : done(null, value)));
   };
   // Every JSON media type (`application/json`, `application/vnd.api+json`, ...) goes to this parser.

@@ -4,7 +4,10 @@ import { jobColumns, jobFromRow } from '#libs/jobs';
 export interface NewJobRow {
   id: string;
   accountId: string;
+  /** What the worker runs: file names resolved to asset references. */
   workflow: unknown;
+  /** The workflow as the client sent it, when that is not `workflow`. */
+  submittedWorkflow?: unknown;
   outputNodes: string[];
   source: string;
   clientId: string | null;
@@ -84,6 +87,7 @@ export class InsertBatcher {
         id: r.id,
         account_id: r.accountId,
         workflow: r.workflow,
+        submitted_workflow: r.submittedWorkflow ?? null,
         output_nodes: r.outputNodes,
         source: r.source,
         client_id: r.clientId,
@@ -100,7 +104,7 @@ export class InsertBatcher {
     const out = await this.db.$queryRaw<(Record<string, unknown> & { i: number; has_room: boolean; id_free: boolean; missing: string[]; created: boolean })[]>`
       WITH input AS (
         SELECT * FROM json_to_recordset(${input}::json) AS x(
-          i int, id uuid, account_id uuid, workflow jsonb, output_nodes text[], source text, client_id text,
+          i int, id uuid, account_id uuid, workflow jsonb, submitted_workflow jsonb, output_nodes text[], source text, client_id text,
           deployment_id text, expires_at timestamptz, queue_deadline_at timestamptz, idem_key text,
           request_hash text, idem_expires_at timestamptz, max_queued int, asset_ids uuid[])
       ), held AS MATERIALIZED (
@@ -139,8 +143,8 @@ export class InsertBatcher {
         ON CONFLICT (account_id, key) DO NOTHING
         RETURNING job_id
       ), job AS (
-        INSERT INTO jobs (id, account_id, workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at)
-        SELECT id, account_id, workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at FROM ranked
+        INSERT INTO jobs (id, account_id, workflow, submitted_workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at)
+        SELECT id, account_id, workflow, submitted_workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at FROM ranked
         WHERE has_room AND id_free AND cardinality(missing) = 0 AND (idem_key IS NULL OR id IN (SELECT job_id FROM idem))
         RETURNING ${jobColumns()}
       )

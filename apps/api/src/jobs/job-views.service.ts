@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
-import { ApiError, type JobView, type OutputView, type ProgressView } from '#libs/contracts';
+import { ApiError, parseLosslessJson, type JobView, type OutputView, type ProgressView } from '#libs/contracts';
 import { Prisma, type Account, type Db, type Deployment, type Job, type JobOutput, type Asset, type Blob, type JobStatus } from '#libs/db';
 import { linkLifetimeSeconds, type BlobStore } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
@@ -136,6 +136,18 @@ export class JobViews {
     return rows[0] ? withOutputs(rows[0]) : null;
   }
 
+  /**
+   * The workflow a job of the caller shows (as the client sent it), read from its text so that
+   * integers beyond 2^53 keep every digit; not found like `find`.
+   */
+  async workflow(scope: string | JobScope, jobId: string): Promise<unknown> {
+    const rows = await this.db.$queryRaw<{ text: string }[]>`
+      SELECT coalesce(j.submitted_workflow, j.workflow)::text AS text FROM jobs j
+      WHERE j.id = ${jobId}::uuid AND ${inScope(scope)}`;
+    if (!rows[0]) throw ApiError.notFound('job');
+    return parseLosslessJson(rows[0].text);
+  }
+
   /** One page of the caller's jobs with their outputs, in one query; `limit + 1` rows at most. */
   async page(scope: string | JobScope, q: JobPageQuery): Promise<JobWithOutputs[]> {
     const statuses = q.statuses ? Prisma.sql`AND j.status = ANY(${q.statuses}::"JobStatus"[])` : Prisma.empty;
@@ -229,14 +241,27 @@ export class JobViews {
           return inserted;
         })
       : inserted;
-    const positions =
-      current.status === 'queued'
-        ? await this.pipeline.queuePositions([current]).catch((err: Error) => {
-            this.logger.warn(`queue position of the new job ${job.id} not counted: ${err.message}`);
-            return new Map<string, number>();
-          })
-        : new Map<string, number>();
+    const positions = current.status === 'queued' ? await this.newJobPositions(current) : new Map<string, number>();
     return this.renderOne(current, positions, request);
+  }
+
+  /**
+   * The position of a job just created, counted again when a count fails. Should the database
+   * keep failing, the job is answered all the same (a client retrying without an Idempotency-Key
+   * would create another), as next in line rather than with no position.
+   */
+  private async newJobPositions(job: { id: string; createdAt: Date }): Promise<Map<string, number>> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.pipeline.queuePositions([job]);
+      } catch (err) {
+        if (attempt >= 3) {
+          this.logger.warn(`queue position of the new job ${job.id} not counted: ${(err as Error).message}`);
+          return new Map<string, number>();
+        }
+        await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
   }
 
   /** Several jobs; the queue positions of one page are all counted as of the same moment. */
@@ -253,7 +278,9 @@ export class JobViews {
       started_at: job.startedAt?.toISOString() ?? null,
       completed_at: job.completedAt?.toISOString() ?? null,
       expires_at: job.expiresAt.toISOString(),
-      queue_position: job.status === 'queued' ? (positions.get(job.id) ?? null) : null,
+      // A job read as queued that the count no longer finds waiting has just started (or ended):
+      // no job starts before it.
+      queue_position: job.status === 'queued' ? (positions.get(job.id) ?? 0) : null,
       progress: this.progressOf(job),
       outputs: await Promise.all(job.outputs.map((o) => this.outputView(o, request))),
       error: (job.error as JobView['error']) ?? null,

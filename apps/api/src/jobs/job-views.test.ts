@@ -42,9 +42,9 @@ describe('JobViews.renderCreated', () => {
     expect(view).toMatchObject({ id: inserted.id, status: 'queued', queue_position: 4, outputs: [], urls: { self: `/base/api/v2/jobs/${inserted.id}` } });
   });
 
-  it('answers the job with a null position when the position cannot be counted', async () => {
+  it('answers the job, at position 0, when the position cannot be counted: never null while queued', async () => {
     const view = await views({ queuePositions: down }).renderCreated(inserted, request, false);
-    expect(view).toMatchObject({ id: inserted.id, status: 'queued', queue_position: null, created_at: '2026-11-22T10:00:00.000Z' });
+    expect(view).toMatchObject({ id: inserted.id, status: 'queued', queue_position: 0, created_at: '2026-11-22T10:00:00.000Z' });
   });
 
   it('after a wait, answers the job as it stands now', async () => {
@@ -66,6 +66,6 @@ describe('JobViews.renderCreated', () => {
 
   it('with the database gone altogether, still answers the job', async () => {
     const view = await views({ queuePositions: down }, down).renderCreated(inserted, request, true);
-    expect(view).toMatchObject({ id: inserted.id, status: 'queued', queue_position: null });
+    expect(view).toMatchObject({ id: inserted.id, status: 'queued', queue_position: 0 });
   });
 });

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { InputFiles } from '../inputs/input-files.service.js';
 import { LimitsModule } from '../limits/index.js';
 import { DeploymentsService } from '../surface/deployments.service.js';
 import { EventFanout } from './event-fanout.js';
@@ -10,7 +11,7 @@ import { SubmissionService } from './submission.service.js';
 /** Job logic shared by the v2 and v1 surfaces. */
 @Module({
   imports: [LimitsModule],
-  providers: [JobPipeline, EventFanout, SubmissionService, JobViews, JobControl, DeploymentsService],
-  exports: [JobPipeline, EventFanout, SubmissionService, JobViews, JobControl, DeploymentsService, LimitsModule],
+  providers: [JobPipeline, EventFanout, SubmissionService, JobViews, JobControl, DeploymentsService, InputFiles],
+  exports: [JobPipeline, EventFanout, SubmissionService, JobViews, JobControl, DeploymentsService, InputFiles, LimitsModule],
 })
 export class JobsCoreModule {}

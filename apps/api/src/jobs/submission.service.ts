@@ -2,11 +2,13 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { notExpired } from '#libs/assets';
 import type { Config } from '#libs/config';
-import { ApiError } from '#libs/contracts';
+import { ApiError, copyJson, isRawJson } from '#libs/contracts';
 import type { Account, Db, Deployment, Job } from '#libs/db';
 import { assetRefIds, isAssetRef, validateWorkflow, workflowFormat, type ApiWorkflow, type NodeDefinitions, type ValidationOutcome } from '#libs/workflow';
 import { CONFIG, DB } from '../core/tokens.js';
 import { isUuid } from '../http/uuid.pipe.js';
+import { fileValues, withoutFileChoices } from '../inputs/file-inputs.js';
+import { InputFiles } from '../inputs/input-files.service.js';
 import { InsertBatcher, type NewJobRow } from './insert-batcher.js';
 import { JobPipeline } from './job-pipeline.js';
 import { checkPinnedStructure } from './deployment-rules.js';
@@ -20,9 +22,13 @@ export interface SubmitRequest {
   deployment?: Deployment | null;
   /** Given by v1 clients (`prompt_id`); otherwise a fresh UUID. */
   jobId?: string;
+  /**
+   * The workflow as the client sent it, when `workflow` is not that (v1 runs only the outputs that
+   * validated): what the job shows as its workflow. Otherwise `workflow` is as sent.
+   */
+  submitted?: unknown;
 }
 
-export type Submitted = { job: Job; replayed: boolean };
 
 /** Thrown with the validation outcome so v1 can answer in the engine's shape and v2 in its own. */
 export class WorkflowRejected extends Error {
@@ -49,7 +55,7 @@ function isUpperCaseAssetRef(value: unknown): value is { info: { id: string } } 
 function lowerCaseAssetIds(workflow: ApiWorkflow): ApiWorkflow {
   const needed = Object.values(workflow).some((node) => Object.values(node.inputs ?? {}).some(isUpperCaseAssetRef));
   if (!needed) return workflow;
-  const copy = structuredClone(workflow);
+  const copy = copyJson(workflow);
   for (const node of Object.values(copy)) {
     for (const value of Object.values(node.inputs ?? {})) if (isUpperCaseAssetRef(value)) value.info.id = value.info.id.toLowerCase();
   }
@@ -58,6 +64,7 @@ function lowerCaseAssetIds(workflow: ApiWorkflow): ApiWorkflow {
 
 /** A canonical JSON text: the same workflow gives the same hash whatever its key order. */
 function canonical(value: unknown): string {
+  if (isRawJson(value)) return value.rawJSON;
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value && typeof value === 'object') {
     return `{${Object.keys(value)
@@ -79,6 +86,7 @@ export class SubmissionService {
     @Inject(DB) private readonly db: Db,
     @Inject(CONFIG) private readonly config: Config,
     private readonly pipeline: JobPipeline,
+    private readonly inputs: InputFiles,
   ) {
     this.batcher = new InsertBatcher(db);
   }
@@ -91,37 +99,45 @@ export class SubmissionService {
     throw new ApiError('service_unavailable', 'No engine has reported its node definitions yet; retry shortly.', undefined, { 'retry-after': '5' });
   }
 
-  /** Validation alone, shared with v1's own error shape. */
-  async validate(workflow: unknown): Promise<{ workflow: ApiWorkflow; outputs: string[] }> {
+  /**
+   * The workflow with the account's file names resolved to its assets, validated. A file name
+   * validates only as one of the account's own files: against the engine's definitions with every
+   * file list emptied, so any name left unresolved fails; the refusal then lists the account's
+   * files, as the engine lists its folder's.
+   */
+  private async validate(accountId: string, workflow: unknown): Promise<{ workflow: ApiWorkflow; outputs: string[] }> {
     const format = workflowFormat(workflow);
     if (format === 'ui') throw new ApiError('workflow_format_ui', 'The workflow is in the editor (UI) format; export it in API format.');
     if (format === 'invalid') throw new ApiError('invalid_workflow', 'workflow must be an object in the engine API format.');
-    const outcome = validateWorkflow(workflow, await this.definitions());
-    if (!outcome.ok) throw new WorkflowRejected(outcome);
-    return { workflow: workflow as ApiWorkflow, outputs: outcome.outputs };
+    const defs = await this.definitions();
+    const resolved = await this.inputs.resolve(accountId, workflow, defs);
+    const outcome = validateWorkflow(resolved, withoutFileChoices(defs));
+    if (!outcome.ok) {
+      const unresolved = fileValues(resolved, defs).some((v) => v.kind !== null);
+      const named = unresolved ? validateWorkflow(resolved, await this.inputs.definitionsFor(accountId, defs)) : outcome;
+      throw new WorkflowRejected(named.ok ? outcome : named);
+    }
+    return { workflow: resolved as ApiWorkflow, outputs: outcome.outputs };
   }
 
-  async submit(account: Account, req: SubmitRequest): Promise<Submitted> {
-    // A retry of a submission that created its job gets that job, before any other check: what
-    // changed since (the account suspended, the deployment stopped, an input asset deleted, no
-    // engine up) concerns new jobs, not the one the client already has. A key is replayed only
-    // where it was used, on the same deployment or off them all (replay()).
+  async submit(account: Account, req: SubmitRequest): Promise<Job> {
+    // An Idempotency-Key is single-use (the public v2 contract): any later request with it answers
+    // 422 and runs nothing, before any other check. The key is taken only with the job it creates,
+    // in one statement, so a submission that fails without a job leaves it free for a retry.
     // Only a keyed submission is ever compared with another, so only it is hashed.
     const keyed = req.idempotencyKey
       ? { key: req.idempotencyKey, hash: createHash('sha256').update(canonical(req.workflow)).digest('hex'), deployment: req.deployment ?? null }
       : null;
-    if (keyed) {
-      const replay = await this.replay(account, keyed);
-      if (replay) return { job: replay, replayed: true };
-    }
+    if (keyed) await this.refuseUsedKey(account, keyed);
     if (account.status !== 'active') {
       // v1 answers this with its own 429; v2 with 403 forbidden (authenticated, not allowed).
       throw new ApiError('forbidden', 'This account is not allowed to run jobs.');
     }
     if (req.deployment) this.checkDeployment(req.deployment, req.workflow);
-    const validated = await this.validate(req.workflow);
+    const validated = await this.validate(account.id, req.workflow);
     const workflow = lowerCaseAssetIds(validated.workflow);
     const outputs = validated.outputs;
+    const submitted = req.submitted ?? req.workflow;
     const assetIds = await this.checkAssets(account, workflow);
     if (account.creditBalance <= 0n) throw new ApiError('insufficient_credits', 'The account has no credits left.');
 
@@ -139,6 +155,7 @@ export class SubmissionService {
       id: jobId,
       accountId: account.id,
       workflow,
+      submittedWorkflow: submitted === workflow ? null : submitted,
       outputNodes: outputs,
       source: req.source,
       clientId: req.clientId ?? null,
@@ -166,14 +183,10 @@ export class SubmissionService {
           // Taken since the check above: what the vault holds under this id is the other job's.
           ours = false;
           throw idTaken();
-        } else {
-          // The key is taken: by a concurrent duplicate (answer with its job), or by an expired
-          // record that replay() just removed (then insert again).
-          const replay = keyed ? await this.replay(account, keyed) : null;
-          if (replay) {
-            await this.pipeline.vault.delete(jobId).catch(() => undefined);
-            return { job: replay, replayed: true };
-          }
+        } else if (keyed) {
+          // The key is taken: by a concurrent duplicate (refused, naming its job), or by an expired
+          // record that refuseUsedKey() just removed (then insert again).
+          await this.refuseUsedKey(account, keyed);
         }
       }
     } catch (err) {
@@ -188,30 +201,32 @@ export class SubmissionService {
     // job's 'queued' event is in its log before any worker can pick it up and log 'running'.
     void this.pipeline.events.append(job.id, account.id, 'status', { status: 'queued', queue_position: null }).catch(() => undefined);
     this.pipeline.kick();
-    return { job, replayed: false };
+    return job;
   }
 
   /**
-   * The job an unexpired key already maps to; 422 when the key was used for another body, or on
-   * another surface or deployment (keys are the account's, so the same key there is another request).
+   * 422 `idempotency_key_reuse` when an unexpired record holds the key; an expired one is removed.
+   * Beyond the public contract, additively: where the key created a job the caller can reach from
+   * here (same deployment, or off them all), `details.job_id` names it, so a client that lost the
+   * answer finds its job with one GET. Keys are the account's: used on another deployment or
+   * surface, the key is another request's, and this deployment first answers as it stands.
    */
-  private async replay(account: Account, { key, hash: requestHash, deployment }: { key: string; hash: string; deployment: Deployment | null }): Promise<Job | null> {
-    const record = await this.db.idempotencyRecord.findUnique({ where: { accountId_key: { accountId: account.id, key } }, include: { job: true } });
-    if (!record) return null;
+  private async refuseUsedKey(account: Account, { key, hash, deployment }: { key: string; hash: string; deployment: Deployment | null }): Promise<void> {
+    const record = await this.db.idempotencyRecord.findUnique({ where: { accountId_key: { accountId: account.id, key } }, include: { job: { select: { deploymentId: true } } } });
+    if (!record) return;
     if (record.expiresAt.getTime() <= Date.now()) {
       await this.db.idempotencyRecord.deleteMany({ where: { accountId: account.id, key, expiresAt: { lte: new Date() } } });
-      return null;
-    }
-    if (record.requestHash !== requestHash) {
-      throw new ApiError('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request body.');
+      return;
     }
     if (record.job.deploymentId !== (deployment?.id ?? null)) {
-      // Another deployment's job, or one off the deployments: this deployment answers as it stands
-      // first, then as for any key used with another request.
       if (deployment) this.checkDeploymentState(deployment);
-      throw new ApiError('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request (another deployment or surface).');
+      throw new ApiError('idempotency_key_reuse', 'This Idempotency-Key was already used for another request (on another deployment or surface).');
     }
-    return record.job;
+    const message =
+      record.requestHash === hash
+        ? 'This Idempotency-Key was already used; the job it created is details.job_id.'
+        : 'This Idempotency-Key was already used with a different request body; the job it created is details.job_id.';
+    throw new ApiError('idempotency_key_reuse', message, { job_id: record.jobId });
   }
 
   /**

@@ -6,21 +6,34 @@ type RawWithDeployment = IncomingMessage & { deploymentId?: string };
 
 const DEPLOYMENT_ID = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
+/**
+ * The engine serves each of its routes both with and without `/api` (server.py adds the prefixed
+ * twin of every route; its `/internal/...` routes have no twin). These are the first segments of
+ * those routes. The v1 controllers live under `/api`; a request for one of them without the
+ * prefix is served as the prefixed route. Nothing else of the service starts with these names:
+ * v2 is `/api/v2/...`, the router `/v1/models`, a deployment's pinned workflow `/workflow`, and
+ * `/docs`, `/openapi.json`, `/healthz`, `/readyz`, `/metrics`, `/blobs/...`, `/admin/...` stay
+ * as they are. `/ws` needs no rewrite: the socket server answers it at both addresses.
+ */
+export const ENGINE_ROUTE_ROOTS = [
+  'prompt', 'queue', 'history', 'view', 'upload', 'object_info', 'interrupt', 'free', 'system_stats', 'features',
+  'embeddings', 'extensions', 'models', 'userdata', 'v2/userdata', 'settings', 'users', 'internal', 'experiment',
+  'view_metadata', 'i18n', 'workflow_templates', 'job',
+];
+
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /**
- * Deployment surface routing, before Fastify routes the request: `/deployment/{id}/...` (under
- * BASE_PATH) is served as `...` with the deployment remembered, and so is any path on the host
- * `{id}.<DEPLOYMENT_DOMAIN>`.
+ * Deployment surface routing: `/deployment/{id}/...` (under BASE_PATH) is served as `...` with the
+ * deployment remembered, and so is any path on the host `{id}.<DEPLOYMENT_DOMAIN>`.
  */
-export function deploymentRewriter(config: Config): ((req: IncomingMessage) => string) | undefined {
+function deploymentRewriter(config: Config): ((req: IncomingMessage, url: string) => string) | undefined {
   if (config.surface !== 'deployment') return undefined;
   const prefix = new RegExp(`^${escapeRegExp(config.api.basePath)}/deployment/([^/?#]+)(.*)$`);
   const domain = config.deploymentDomain.toLowerCase();
-  return (req) => {
-    const url = req.url ?? '/';
+  return (req, url) => {
     const raw = req as RawWithDeployment;
     const m = prefix.exec(url);
     if (m && DEPLOYMENT_ID.test(m[1]!)) {
@@ -34,6 +47,27 @@ export function deploymentRewriter(config: Config): ((req: IncomingMessage) => s
       if (DEPLOYMENT_ID.test(id)) raw.deploymentId = id;
     }
     return url;
+  };
+}
+
+/** `{BASE_PATH}/prompt` to `{BASE_PATH}/api/prompt`, for every root in ENGINE_ROUTE_ROOTS. */
+function engineRouteRewriter(config: Config): (url: string) => string {
+  const base = config.api.basePath;
+  const unprefixed = new RegExp(`^${escapeRegExp(base)}/(?:${ENGINE_ROUTE_ROOTS.map(escapeRegExp).join('|')})(?=[/?#]|$)`);
+  return (url) => (unprefixed.test(url) ? `${base}/api${url.slice(base.length)}` : url);
+}
+
+/**
+ * How a request URL is routed, before Fastify (and the WebSocket server, which Fastify does not
+ * route) looks at it: the deployment surface's prefix and host, then the engine's unprefixed
+ * routes. The one place where URLs are rewritten.
+ */
+export function requestUrlRewriter(config: Config): (req: IncomingMessage) => string {
+  const deployment = deploymentRewriter(config);
+  const engine = engineRouteRewriter(config);
+  return (req) => {
+    const url = req.url ?? '/';
+    return engine(deployment ? deployment(req, url) : url);
   };
 }
 

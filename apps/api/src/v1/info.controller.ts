@@ -1,28 +1,25 @@
 import { Controller, Get, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
 import type { Config } from '#libs/config';
-import { ApiError } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { CONFIG } from '../core/tokens.js';
-import { JobPipeline } from '../jobs/job-pipeline.js';
 import { SubmissionService } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
-import { V1Files } from './files/v1-files.service.js';
+import { InputFiles } from '../inputs/input-files.service.js';
 
-/** What clients read when they connect: node definitions, models, features, system stats. */
+/** What clients read when they connect: node definitions, features, system stats (models: V1ModelsController). */
 @Controller('api')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1InfoController {
   constructor(
     @Inject(CONFIG) private readonly config: Config,
     private readonly submissions: SubmissionService,
-    private readonly files: V1Files,
-    private readonly pipeline: JobPipeline,
+    private readonly inputs: InputFiles,
   ) {}
 
   @Get('object_info')
   async objectInfo(@CurrentAccount() account: Account) {
-    return this.files.accountDefinitions(await this.submissions.definitions(), await this.files.uploadedNames(account.id));
+    return this.inputs.definitionsFor(account.id, await this.submissions.definitions());
   }
 
   /** One class, or `{}` for an unknown one, as the engine answers (clients probe for extensions this way). */
@@ -30,13 +27,8 @@ export class V1InfoController {
   async objectInfoOf(@CurrentAccount() account: Account, @Param('cls') cls: string) {
     const defs = await this.submissions.definitions();
     if (!Object.hasOwn(defs, cls)) return {};
-    const mine = this.files.accountDefinitions({ [cls]: defs[cls]! }, await this.files.uploadedNames(account.id));
+    const mine = await this.inputs.definitionsFor(account.id, { [cls]: defs[cls]! });
     return { [cls]: mine[cls] };
-  }
-
-  @Get('embeddings')
-  async embeddings() {
-    return (await this.engineModels()).embeddings;
   }
 
   /** Front-end extension scripts: the service serves no front end, so there are none. */
@@ -45,23 +37,13 @@ export class V1InfoController {
     return [];
   }
 
-  @Get('models')
-  async modelFolders() {
-    return Object.keys((await this.engineModels()).folders);
-  }
-
-  @Get('models/:folder')
-  async models(@Param('folder') folder: string) {
-    const { folders } = await this.engineModels();
-    if (!Object.hasOwn(folders, folder)) throw ApiError.notFound('model folder');
-    return folders[folder];
-  }
-
-  /** As the engines last reported them; like node definitions, unavailable until one has. */
-  private async engineModels() {
-    const models = await this.pipeline.models.get();
-    if (models) return models;
-    throw new ApiError('service_unavailable', 'No engine has reported its models yet; retry shortly.', undefined, { 'retry-after': '5' });
+  /**
+   * Translations from custom nodes' `locales/` folders (app/custom_node_manager.py), which the
+   * front end merges into its own. The engines report none, so there are none.
+   */
+  @Get('i18n')
+  i18n() {
+    return {};
   }
 
   @Get('features')

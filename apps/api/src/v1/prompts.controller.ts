@@ -5,13 +5,13 @@ import type { Account, Db, Job } from '#libs/db';
 import { toEngineErrorBody, validateWorkflow, workflowFormat } from '#libs/workflow';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { DB } from '../core/tokens.js';
+import { InputFiles } from '../inputs/input-files.service.js';
 import { JobControl } from '../jobs/job-control.service.js';
 import { JobViews, scopeOf, scopeWhere, type JobScope } from '../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
 import { DeploymentsService } from '../surface/deployments.service.js';
 import { isUuid } from './files/file-names.js';
-import { V1Files } from './files/v1-files.service.js';
 import { BadBody, engineErrorBody, parseJsonObject } from './http/engine-body.js';
 import { EngineViews, HISTORY_INCLUDE } from './jobs/engine-views.js';
 import { v1Status } from './jobs/v1-status.js';
@@ -92,7 +92,7 @@ export class V1PromptsController {
     @Inject(DB) private readonly db: Db,
     private readonly submissions: SubmissionService,
     private readonly control: JobControl,
-    private readonly files: V1Files,
+    private readonly inputs: InputFiles,
     private readonly views: EngineViews,
     private readonly jobs: JobViews,
     private readonly deployments: DeploymentsService,
@@ -129,20 +129,22 @@ export class V1PromptsController {
       // As on v2, a deployment's state and pinned structure come before the engine's validation.
       if (deployment) this.submissions.checkDeployment(deployment, request.prompt);
       const defs = await this.submissions.definitions();
-      const workflow = await this.files.resolveWorkflow(account.id, request.prompt, defs);
+      const workflow = await this.inputs.resolve(account.id, request.prompt, defs);
       // File inputs list only the caller's own files: another account's name fails like an unknown one.
-      const outcome = validateWorkflow(workflow, this.files.accountDefinitions(defs, await this.files.uploadedNames(account.id)));
+      const outcome = validateWorkflow(workflow, await this.inputs.definitionsFor(account.id, defs));
       // As the engine: the outputs that validate run, and the others' errors come with the 200.
       if (!outcome.ok && !outcome.runnable) return bad(toEngineErrorBody(outcome));
       if (!outcome.ok) nodeErrors = toEngineErrorBody(outcome).node_errors;
-      ({ job } = await this.submissions.submit(account, {
+      job = await this.submissions.submit(account, {
         workflow: outcome.ok ? workflow : outcome.runnable!.workflow,
+        // The engine's history and queue show the prompt as sent, failed outputs and all.
+        submitted: request.prompt,
         extraData: request.extraData,
         source: 'v1',
         clientId: request.clientId,
         jobId: request.promptId,
         deployment,
-      }));
+      });
     } catch (err) {
       const refused = refusedPromptBody(err, request.prompt);
       if (refused) return bad(refused);

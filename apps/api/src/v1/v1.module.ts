@@ -9,17 +9,36 @@ import { AssetsModule } from '../v2/assets/assets.module.js';
 import { V1Files } from './files/v1-files.service.js';
 import { acceptAnyJsonBody } from './http/engine-body.js';
 import { V1InfoController } from './info.controller.js';
+import { V1InternalController } from './internal/internal.controller.js';
+import { TenantLogs } from './internal/tenant-logs.service.js';
 import { EngineViews } from './jobs/engine-views.js';
+import { AccountModels } from './models/model-lists.js';
+import { V1ModelsController } from './models/models.controller.js';
 import { V1PromptsController } from './prompts.controller.js';
+import { V1TemplatesController } from './templates/templates.controller.js';
 import { V1UploadsController } from './uploads.controller.js';
+import { installEngineBodies } from './userdata/request-bodies.js';
+import { V1SettingsController } from './userdata/settings.controller.js';
+import { UserFiles } from './userdata/user-files.service.js';
+import { V1UserDataController } from './userdata/userdata.controller.js';
 import { V1ViewController } from './view.controller.js';
 import { V1SocketServer } from './ws/v1-socket.server.js';
 
 /** The deprecated v1 API: the engine's own HTTP and WebSocket surface, multi-tenant. */
 @Module({
   imports: [AuthModule, JobsCoreModule, AssetsModule],
-  controllers: [V1InfoController, V1UploadsController, V1PromptsController, V1ViewController],
-  providers: [V1Files, EngineViews, V1SocketServer],
+  controllers: [
+    V1InfoController,
+    V1ModelsController,
+    V1UploadsController,
+    V1PromptsController,
+    V1ViewController,
+    V1UserDataController,
+    V1SettingsController,
+    V1TemplatesController,
+    V1InternalController,
+  ],
+  providers: [V1Files, EngineViews, V1SocketServer, AccountModels, UserFiles, TenantLogs],
 })
 export class V1Module implements OnModuleInit {
   constructor(
@@ -30,5 +49,6 @@ export class V1Module implements OnModuleInit {
   onModuleInit(): void {
     const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
     acceptAnyJsonBody(fastify, this.config.api.basePath, ['/api/prompt', '/api/queue', '/api/interrupt', '/api/history', '/api/free']);
+    installEngineBodies(fastify, this.config.api.basePath, this.config.userdata.maxFileBytes);
   }
 }

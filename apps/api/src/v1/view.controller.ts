@@ -6,6 +6,7 @@ import type { Account } from '#libs/db';
 import { linkLifetimeSeconds, type BlobStore } from '#libs/storage';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { BLOB_STORE, CONFIG } from '../core/tokens.js';
+import { Uncompressed } from '../http/compression.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { sendBlob } from '../http/send-blob.js';
 import { RateLimitGuard } from '../limits/index.js';
@@ -32,6 +33,7 @@ export class V1ViewController {
   ) {}
 
   @Get('view')
+  @Uncompressed()
   async view(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const filename = text(query.filename);
     if (!filename) throw ApiError.invalid('filename is required.');

@@ -983,5 +983,36 @@ export const ENGINE_NODE_DEFINITIONS: Record<string, NodeDefinition> = {
   "python_module": "comfy_extras.nodes_audio",
   "category": "audio",
   "output_node": true
+ },
+ "LoadAudio": {
+  "input": {
+   "required": {
+    "audio": [
+     [],
+     {
+      "audio_upload": true
+     }
+    ]
+   }
+  },
+  "input_order": {
+   "required": [
+    "audio"
+   ]
+  },
+  "output": [
+   "AUDIO"
+  ],
+  "output_is_list": [
+   false
+  ],
+  "output_name": [
+   "AUDIO"
+  ],
+  "name": "LoadAudio",
+  "display_name": "Load Audio",
+  "python_module": "comfy_extras.nodes_audio",
+  "category": "audio",
+  "output_node": false
  }
 };

@@ -16,7 +16,11 @@ export const NODE_CLASSES: Record<string, SimNode> = {
 };
 
 export class NodeRegistry {
-  constructor(private readonly env: () => EnvironmentLists) {}
+  constructor(
+    private readonly env: () => EnvironmentLists,
+    /** Definitions reported beside the sim's own (SIM_OBJECT_INFO_FILE); never run. */
+    private readonly recorded: ObjectInfo = {},
+  ) {}
 
   has(classType: string): boolean {
     return Object.hasOwn(NODE_CLASSES, classType);
@@ -27,14 +31,16 @@ export class NodeRegistry {
   }
 
   definition(classType: string): NodeDefinition | undefined {
-    return this.get(classType)?.definition(this.env());
+    return this.get(classType)?.definition(this.env()) ?? (Object.hasOwn(this.recorded, classType) ? this.recorded[classType] : undefined);
   }
 
   /** One snapshot of all definitions (file lists read once). */
   objectInfo(): ObjectInfo {
     const env = this.env();
     const out: ObjectInfo = {};
-    for (const name of Object.keys(NODE_CLASSES).sort()) out[name] = NODE_CLASSES[name]!.definition(env);
+    for (const name of [...new Set([...Object.keys(NODE_CLASSES), ...Object.keys(this.recorded)])].sort()) {
+      out[name] = Object.hasOwn(NODE_CLASSES, name) ? NODE_CLASSES[name]!.definition(env) : this.recorded[name]!;
+    }
     return out;
   }
 }

@@ -2,10 +2,9 @@
  * The stock text-to-image chain with cheap stand-ins: no weights, the "sample" is a
  * deterministic pattern from the seed and the prompt texts.
  */
-import jpeg from 'jpeg-js';
+import sharp from 'sharp';
 import type { ImageBatch } from '../image.js';
 import { def } from './image-nodes.js';
-import { encodePng } from '../png.js';
 import type { NodeContext, PreviewImage, SimNode } from './types.js';
 import { hash32, type ClipValue, type ConditioningValue, type LatentValue, type ModelValue, type VaeValue } from './values.js';
 
@@ -52,22 +51,19 @@ export function renderSample(sample: Sample | null, width: number, height: numbe
   return out;
 }
 
-function preview(sample: Sample, latent: LatentValue, progress: number, format: 'PNG' | 'JPEG'): PreviewImage {
+/**
+ * The sampler's preview of a step, as the engine sends it: the latent decoded at its own size
+ * (the engine's Latent2RGB previewer, 1/8 of the image) and encoded as JPEG at quality 95
+ * (latent_preview.py and server.py). The engine then scales it to fit 512 px; these stay at latent
+ * size, which keeps each step cheap here.
+ */
+async function preview(sample: Sample, latent: LatentValue, progress: number): Promise<PreviewImage> {
   const w = Math.max(1, Math.round(latent.width / 8));
   const h = Math.max(1, Math.round(latent.height / 8));
   const rgb = renderSample(sample, w, h, progress);
-  if (format === 'PNG') {
-    const data = new Uint8Array(w * h * 3);
-    for (let i = 0; i < data.length; i++) data[i] = Math.min(255, Math.max(0, Math.floor(rgb[i]! * 255)));
-    return { format, data: encodePng({ width: w, height: h, channels: 3, data }, { compressLevel: 1 }) };
-  }
-  // jpeg-js rebuilds its tables on every call (~20 ms), hence PNG by default
-  const rgba = Buffer.alloc(w * h * 4);
-  for (let i = 0; i < w * h; i++) {
-    for (let c = 0; c < 3; c++) rgba[i * 4 + c] = Math.min(255, Math.max(0, Math.floor(rgb[i * 3 + c]! * 255)));
-    rgba[i * 4 + 3] = 255;
-  }
-  return { format, data: jpeg.encode({ width: w, height: h, data: rgba }, 95).data };
+  const data = Buffer.alloc(w * h * 3);
+  for (let i = 0; i < data.length; i++) data[i] = Math.min(255, Math.max(0, Math.floor(rgb[i]! * 255)));
+  return { format: 'JPEG', data: await sharp(data, { raw: { width: w, height: h, channels: 3 } }).jpeg({ quality: 95 }).toBuffer() };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -111,7 +107,7 @@ const kSampler: SimNode = {
     const latent = inputs.latent_image as LatentValue;
     const steps = Number(inputs.steps);
     const sample: Sample = {
-      seed: Number(BigInt.asUintN(32, BigInt(Math.trunc(Number(inputs.seed))))),
+      seed: Number(BigInt.asUintN(32, typeof inputs.seed === 'bigint' ? inputs.seed : BigInt(Math.trunc(Number(inputs.seed))))),
       positive: (inputs.positive as ConditioningValue).hash,
       negative: (inputs.negative as ConditioningValue).hash,
       cfg: Number(inputs.cfg),
@@ -121,7 +117,7 @@ const kSampler: SimNode = {
     };
     for (let step = 0; step < steps; step++) {
       await sleep(ctx.config.stepMs);
-      ctx.progress(step + 1, steps, preview(sample, latent, (step + 1) / steps, ctx.config.previewFormat));
+      ctx.progress(step + 1, steps, await preview(sample, latent, (step + 1) / steps));
     }
     return { outputs: [{ ...latent, sample } satisfies LatentValue] };
   },

@@ -33,6 +33,7 @@ export interface NodeResult {
 export interface EnvironmentLists {
   checkpoints: string[];
   inputImages: string[];
+  inputAudio: string[];
 }
 
 export interface SimNode {

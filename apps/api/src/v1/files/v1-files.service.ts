@@ -2,14 +2,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import { notExpired, recordUploadedAsset } from '#libs/assets';
 import type { Asset, Blob, Db, JobOutput } from '#libs/db';
 import type { StoredBlob } from '#libs/storage';
-import type { ApiWorkflow, NodeDefinition, NodeDefinitions } from '#libs/workflow';
 import { DB } from '../../core/tokens.js';
-import { parseFileValue, uploadName, type FileRef } from './file-names.js';
+import { parseFileValue, uploadName } from './file-names.js';
 
 /** Tag of assets created through v1 uploads: their names make the file lists v1 clients see. */
 export const V1_UPLOAD_TAG = 'v1-upload';
-const MAX_LISTED = 1000;
-const UPLOAD_FLAGS = ['image_upload', 'audio_upload', 'video_upload', 'upload', 'image_folder'];
 
 type LiveAsset = Asset & { blob: Blob };
 type OutputRow = JobOutput & { asset: LiveAsset };
@@ -18,23 +15,10 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** `[type, options]` of one input definition, and whether it names a file the user supplies. */
-function fileInput(entry: unknown): { combo: boolean; upload: boolean } {
-  if (!Array.isArray(entry)) return { combo: false, upload: false };
-  const options = isObject(entry[1]) ? entry[1] : {};
-  return { combo: Array.isArray(entry[0]) || entry[0] === 'COMBO', upload: UPLOAD_FLAGS.some((f) => options[f] !== undefined && options[f] !== false) };
-}
-
-function withChoices(entry: unknown[], names: string[]): unknown[] {
-  const options = isObject(entry[1]) ? entry[1] : {};
-  if (entry[0] === 'COMBO') return ['COMBO', { ...options, options: names }, ...entry.slice(2)];
-  return [names, ...entry.slice(1)];
-}
-
 /**
- * Where v1 file names meet the account's assets: uploads, outputs, the per-account file lists
- * of `/object_info`, and the rewriting of file names in prompts into asset references (which the
- * worker stages into the engine). Another account's files are never found, exactly like missing ones.
+ * Where v1 file names meet the account's assets: uploads, outputs and the references of
+ * `/api/view` and masks (the names workflows use are InputFiles'). Another account's files are
+ * never found, exactly like missing ones.
  */
 @Injectable()
 export class V1Files {
@@ -75,75 +59,6 @@ export class V1Files {
     }
     const asset = await this.findByHash(accountId, parsed.hash);
     return asset ? { asset, name: ref.filename.split('/').pop()! } : null;
-  }
-
-  /** The names of the account's v1 uploads, newest first: its "input folder". */
-  async uploadedNames(accountId: string): Promise<string[]> {
-    const rows = await this.db.asset.findMany({
-      where: { accountId, tags: { has: V1_UPLOAD_TAG }, ...notExpired() },
-      select: { filePath: true },
-      orderBy: { createdAt: 'desc' },
-      take: MAX_LISTED,
-    });
-    return [...new Set(rows.map((r) => r.filePath))];
-  }
-
-  /**
-   * The engine's node definitions as this account sees them: file inputs list the account's own
-   * uploads instead of what happens to lie in some engine's input folder.
-   */
-  accountDefinitions(defs: NodeDefinitions, names: string[]): NodeDefinitions {
-    const out: NodeDefinitions = { ...defs };
-    for (const [cls, def] of Object.entries(defs)) {
-      let input: NonNullable<NodeDefinition['input']> | null = null;
-      for (const section of ['required', 'optional'] as const) {
-        const inputs = def.input?.[section];
-        if (!isObject(inputs) || !Object.values(inputs).some((e) => fileInput(e).upload)) continue;
-        const replaced: Record<string, unknown> = {};
-        for (const [name, entry] of Object.entries(inputs)) replaced[name] = fileInput(entry).upload ? withChoices(entry as unknown[], names) : entry;
-        input = { ...(input ?? def.input), [section]: replaced };
-      }
-      if (input) out[cls] = { ...def, input };
-    }
-    return out;
-  }
-
-  /**
-   * File names in file inputs (and `<hash>.<ext>` values in any list input) that name the
-   * account's own files become asset references. Names it does not own stay as they are, so
-   * validation against `accountDefinitions` reports them as the engine would: not in the list.
-   */
-  async resolveWorkflow(accountId: string, workflow: unknown, defs: NodeDefinitions): Promise<unknown> {
-    if (!isObject(workflow)) return workflow;
-    const wanted: Array<{ nodeId: string; input: string; ref: FileRef }> = [];
-    for (const [nodeId, node] of Object.entries(workflow)) {
-      if (!isObject(node) || typeof node.class_type !== 'string' || !isObject(node.inputs)) continue;
-      const def = Object.hasOwn(defs, node.class_type) ? defs[node.class_type] : undefined;
-      if (!def) continue;
-      for (const [input, value] of Object.entries(node.inputs)) {
-        if (typeof value !== 'string') continue;
-        const entry = def.input?.required?.[input] ?? def.input?.optional?.[input];
-        const kind = fileInput(entry);
-        if (!kind.combo && !kind.upload) continue;
-        const ref = parseFileValue(value);
-        if (ref) wanted.push({ nodeId, input, ref });
-      }
-    }
-    if (wanted.length === 0) return workflow;
-    const hashes = [...new Set(wanted.flatMap((w) => (w.ref.kind === 'upload' ? [w.ref.hash] : [])))];
-    const byHash = new Map<string, string>();
-    if (hashes.length > 0) {
-      const assets = await this.db.asset.findMany({ where: { accountId, blobHash: { in: hashes }, ...notExpired() }, select: { id: true, blobHash: true }, orderBy: { createdAt: 'asc' } });
-      for (const a of assets) if (!byHash.has(a.blobHash)) byHash.set(a.blobHash, a.id);
-    }
-    const resolved = structuredClone(workflow) as ApiWorkflow;
-    for (const w of wanted) {
-      let assetId: string | undefined;
-      if (w.ref.kind === 'upload') assetId = byHash.get(w.ref.hash);
-      else assetId = (await this.findOutput(accountId, w.ref.jobId, w.ref.name, w.ref.type))?.assetId;
-      if (assetId) resolved[w.nodeId]!.inputs[w.input] = { __type: 'core/ASSET', info: { id: assetId } };
-    }
-    return resolved;
   }
 
   /** For queue and history: asset references shown again as the file names the client used. */

@@ -3,7 +3,7 @@ import type { Asset, Blob, Db, Job, JobOutput } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
 import { BLOB_STORE, DB } from '../../core/tokens.js';
 import { V1Files, withDisplayNames } from '../files/v1-files.service.js';
-import { cloudExceptionType, type JobErrorLike } from './v1-status.js';
+import { cloudEnding } from './v1-status.js';
 
 type Output = JobOutput & { asset: Asset & { blob: Blob } };
 export type JobForHistory = Job & { outputs: Output[] };
@@ -26,16 +26,16 @@ export class EngineViews {
   ) {}
 
   async queueTuples(jobs: Job[]): Promise<QueueTuple[]> {
-    const names = await this.files.displayNames(jobs.map((j) => j.workflow));
+    const names = await this.files.displayNames(jobs.map(promptOf));
     return jobs.map((j) => this.tuple(j, names));
   }
 
   private tuple(job: Job, names: Map<string, string>): QueueTuple {
-    return [Number(job.number), job.id, withDisplayNames(job.workflow, names), job.clientId ? { client_id: job.clientId } : {}, job.outputNodes];
+    return [Number(job.number), job.id, withDisplayNames(promptOf(job), names), job.clientId ? { client_id: job.clientId } : {}, job.outputNodes];
   }
 
   async history(jobs: JobForHistory[]): Promise<Record<string, unknown>> {
-    const names = await this.files.displayNames(jobs.map((j) => j.workflow));
+    const names = await this.files.displayNames(jobs.map(promptOf));
     const out: Record<string, unknown> = {};
     for (const job of jobs) out[job.id] = await this.entry(job, names);
     return out;
@@ -73,39 +73,38 @@ export class EngineViews {
     }
   }
 
-  /** The engine's status messages, rebuilt from what the job recorded. */
+  /**
+   * The engine's status messages: those the v1 socket was sent of the run, as the worker stored
+   * them, then the ending the service sent for a job the engine did not end (the same message,
+   * timestamp included, as the socket got: cloudEnding). Jobs from before the messages were
+   * stored get theirs rebuilt from the job's times.
+   */
   private messages(job: Job): Array<[string, Record<string, unknown>]> {
-    const prompt_id = job.id;
-    const started = job.startedAt?.getTime() ?? null;
-    const ended = (job.completedAt ?? job.updatedAt).getTime();
-    const list: Array<[string, Record<string, unknown>]> = [];
-    if (started !== null) {
-      list.push(['execution_start', { prompt_id, timestamp: started }]);
-      list.push(['execution_cached', { nodes: [], prompt_id, timestamp: started }]);
-    }
-    const error = (job.error ?? {}) as JobErrorLike & { node_id?: string | null; traceback?: string | null };
-    if (job.status === 'succeeded') list.push(['execution_success', { prompt_id, timestamp: ended }]);
-    else if (job.status === 'canceled') {
-      // The node the last progress snapshot saw running is the one the interrupt stopped.
-      const at = (job.progress ?? {}) as { current_node?: string | null; current_node_class?: string | null };
-      list.push(['execution_interrupted', { prompt_id, node_id: at.current_node ?? null, node_type: at.current_node_class ?? null, executed: [], timestamp: ended }]);
-    } else if (job.status === 'failed' || job.status === 'expired') {
-      list.push([
-        'execution_error',
-        {
-          prompt_id,
-          node_id: error.node_id ?? null,
-          node_type: error.class_type ?? null,
-          executed: [],
-          exception_message: error.message ?? 'The job failed.',
-          exception_type: cloudExceptionType(job.error),
-          traceback: error.traceback ? [error.traceback] : [],
-          current_inputs: {},
-          current_outputs: {},
-          timestamp: ended,
-        },
-      ]);
-    }
+    const stored = Array.isArray(job.engineMessages) ? (job.engineMessages as Array<[string, Record<string, unknown>]>) : null;
+    const list = stored ? [...stored] : this.rebuiltStart(job);
+    if (list.some(([type]) => ENDINGS.has(type))) return list;
+    const ending = cloudEnding(job, list.some(([type]) => type === 'execution_start'));
+    if (ending) list.push(ending);
+    else if (job.status === 'succeeded') list.push(['execution_success', { prompt_id: job.id, timestamp: (job.completedAt ?? job.updatedAt).getTime() }]);
     return list;
   }
+
+  private rebuiltStart(job: Job): Array<[string, Record<string, unknown>]> {
+    const started = job.startedAt?.getTime();
+    if (started === undefined) return [];
+    return [
+      ['execution_start', { prompt_id: job.id, timestamp: started }],
+      ['execution_cached', { nodes: [], prompt_id: job.id, timestamp: started }],
+    ];
+  }
+}
+
+const ENDINGS = new Set(['execution_success', 'execution_error', 'execution_interrupted']);
+
+/**
+ * The prompt as the client sent it (file names and nodes that failed validation included); jobs
+ * from before it was kept show the workflow they ran, their asset references by name.
+ */
+function promptOf(job: Job): unknown {
+  return job.submittedWorkflow ?? job.workflow;
 }

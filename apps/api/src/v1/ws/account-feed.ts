@@ -1,16 +1,20 @@
 import type { Job } from '#libs/db';
-import { encodePreviewImageFrame, encodePreviewImageWithMetadataFrame, encodeTextFrame, mimeToImageFormat, type PreviewMetadata } from '#libs/engine-protocol';
+import { encodePreviewImageFrame, encodePreviewImageWithMetadataFrame, encodeTextFrame, mimeToImageFormat, type LogEntry, type PreviewMetadata } from '#libs/engine-protocol';
 import type { AccountMessage, PublishedJobEvent } from '#libs/jobs';
 import type { EventFanout } from '../../jobs/event-fanout.js';
 import type { JobScope } from '../../jobs/job-views.service.js';
-import { cloudExceptionType } from '../jobs/v1-status.js';
+import { cloudEnding } from '../jobs/v1-status.js';
 import type { ClientSocket } from './client-socket.js';
 
 export interface FeedDeps {
   fanout: EventFanout;
   /** The scope's jobs waiting or running, the engine's `queue_remaining`. */
   queueRemaining(scope: JobScope, excluding?: string): Promise<number>;
-  job(jobId: string): Promise<Pick<Job, 'status' | 'error' | 'startedAt' | 'attempts' | 'deploymentId'> | null>;
+  job(jobId: string): Promise<Pick<Job, 'id' | 'status' | 'error' | 'progress' | 'startedAt' | 'completedAt' | 'updatedAt' | 'attempts' | 'deploymentId'> | null>;
+  /** Client ids of the account that asked for its log lines (`PATCH /internal/logs/subscribe`). */
+  logSubscribers(accountId: string): Promise<Set<string>>;
+  /** The log lines a job wrote, kept with it when it ended. */
+  jobLog(jobId: string): Promise<LogEntry[]>;
 }
 
 const TERMINAL_MESSAGES = new Set(['execution_success', 'execution_error', 'execution_interrupted']);
@@ -51,6 +55,8 @@ export class AccountFeed {
   /** Prompts whose engine said they ended, waiting for their job's terminal status. */
   private readonly finishing = new RecentIds();
   private readonly ended = new RecentIds();
+  /** Jobs whose log lines went to the subscribed sockets. */
+  private readonly logged = new RecentIds();
   /** Whether a job is in this feed's deployment: a job never moves, so the answer is kept. */
   private readonly inDeployment = new Map<string, boolean>();
   private readonly unsubscribe: Array<() => void>;
@@ -132,11 +138,9 @@ export class AccountFeed {
     const data = message.data;
     const promptId = typeof data.prompt_id === 'string' ? data.prompt_id : null;
     if (message.type === 'execution_start' && promptId) this.started.add(promptId);
-    let text = m.text;
-    if (message.type === 'execution_error') {
-      text = JSON.stringify({ type: message.type, data: { ...data, exception_type: cloudExceptionType(null, String(data.exception_type ?? ''), data.node_type as string | null) } });
-    }
-    for (const s of this.sockets) s.sendText(text);
+    // As the worker forwarded it, which is what the job's v1 history keeps: `execution_error` with
+    // the engine's own exception type.
+    for (const s of this.sockets) s.sendText(m.text);
     if (!TERMINAL_MESSAGES.has(message.type) || !promptId) return;
     // Clients read the history on the closing `executing {node: null}`, as the engine writes it
     // before sending that. Ours is written when the worker stores the job's end, just after this
@@ -150,6 +154,19 @@ export class AccountFeed {
     this.ended.add(promptId);
     await this.sendStatus(promptId);
     this.broadcast('executing', { node: null, prompt_id: promptId });
+  }
+
+  /** The engine pushes its log lines to subscribed client ids as they are written; a job's arrive when it ends. */
+  private async sendLog(jobId: string): Promise<void> {
+    if (this.logged.has(jobId) || this.sockets.size === 0) return;
+    this.logged.add(jobId);
+    const subscribed = await this.deps.logSubscribers(this.scope.accountId);
+    const targets = [...this.sockets].filter((s) => subscribed.has(s.sid));
+    if (targets.length === 0) return;
+    const entries = await this.deps.jobLog(jobId);
+    if (entries.length === 0) return;
+    const text = JSON.stringify({ type: 'logs', data: { entries, size: null } });
+    for (const s of targets) s.sendText(text);
   }
 
   private onPreview(preview: NonNullable<AccountMessage['preview']>): void {
@@ -193,31 +210,16 @@ export class AccountFeed {
       return this.sendStatus();
     }
     if (!TERMINAL_STATUSES.has(status)) return;
+    await this.sendLog(e.jobId);
     if (this.ended.has(e.jobId)) return;
     // The engine's own ending went out already: only the closing is left.
     if (this.finishing.has(e.jobId)) return this.closePrompt(e.jobId);
     const job = await this.deps.job(e.jobId);
-    const timestamp = Date.now();
-    if ((status === 'failed' || status === 'expired') && job) {
-      const error = (job.error ?? {}) as { message?: string; node_id?: string | null; class_type?: string | null; traceback?: string | null };
-      const message = error.message ?? (status === 'expired' ? 'The job did not finish in time.' : 'The job failed.');
-      this.broadcast('execution_error', {
-        prompt_id: e.jobId,
-        timestamp,
-        node_id: error.node_id ?? null,
-        node_type: error.class_type ?? null,
-        executed: [],
-        exception_message: message,
-        exception_type: cloudExceptionType(job.error),
-        traceback: error.traceback ? [error.traceback] : [],
-        current_inputs: {},
-        current_outputs: {},
-      });
-      this.broadcast('notification', { value: message, prompt_id: e.jobId });
-      return this.closePrompt(e.jobId);
-    }
-    if (status === 'canceled' && this.started.has(e.jobId)) {
-      this.broadcast('execution_interrupted', { prompt_id: e.jobId, timestamp, node_id: null, node_type: null, executed: [] });
+    const ending = job ? cloudEnding(job, this.started.has(e.jobId)) : null;
+    if (ending) {
+      const [type, data] = ending;
+      this.broadcast(type, data);
+      if (type === 'execution_error') this.broadcast('notification', { value: data.exception_message, prompt_id: e.jobId });
       return this.closePrompt(e.jobId);
     }
     this.ended.add(e.jobId);

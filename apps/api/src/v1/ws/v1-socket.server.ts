@@ -9,11 +9,13 @@ import { ApiError, errorEnvelope } from '#libs/contracts';
 import type { Db } from '#libs/db';
 import { UpgradeAuth } from '../../auth/index.js';
 import { CONFIG, DB } from '../../core/tokens.js';
+import { upgradeOriginAllowed } from '../../http/cors.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
 import { scopeOf, scopeWhere, type JobScope } from '../../jobs/job-views.service.js';
 import { AccountLimits } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
-import { deploymentRewriter } from '../../surface/request-scope.js';
+import { requestUrlRewriter } from '../../surface/request-scope.js';
+import { TenantLogs } from '../internal/tenant-logs.service.js';
 import { AccountFeed, type FeedDeps } from './account-feed.js';
 import { ClientSocket } from './client-socket.js';
 
@@ -50,7 +52,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
   private pinger: NodeJS.Timeout | null = null;
   private readonly paths: Set<string>;
   /** The deployment surface's prefix and host routing, as the HTTP routes get them. */
-  private readonly rewrite: ((req: IncomingMessage) => string) | undefined;
+  private readonly rewrite: (req: IncomingMessage) => string;
   private readonly deps: FeedDeps;
 
   constructor(
@@ -61,15 +63,18 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
     private readonly limits: AccountLimits,
     private readonly deployments: DeploymentsService,
     fanout: EventFanout,
+    logs: TenantLogs,
   ) {
     const base = config.api.basePath;
     this.paths = new Set([`${base}/ws`, `${base}/api/ws`]);
-    this.rewrite = deploymentRewriter(config);
+    this.rewrite = requestUrlRewriter(config);
     this.deps = {
       fanout,
       queueRemaining: (scope, excluding) =>
         db.job.count({ where: { ...scopeWhere(scope), status: { in: ['queued', 'running', 'canceling'] }, ...(excluding ? { id: { not: excluding } } : {}) } }),
-      job: (jobId) => db.job.findUnique({ where: { id: jobId }, select: { status: true, error: true, startedAt: true, attempts: true, deploymentId: true } }),
+      job: (jobId) => db.job.findUnique({ where: { id: jobId }, select: { id: true, status: true, error: true, progress: true, startedAt: true, completedAt: true, updatedAt: true, attempts: true, deploymentId: true } }),
+      logSubscribers: (accountId) => logs.subscribers(accountId),
+      jobLog: (jobId) => logs.ofJob(jobId),
     };
   }
 
@@ -99,13 +104,18 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
 
   private readonly onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
     // Upgrades reach the HTTP server directly, past Fastify's URL rewriting: rewrite here too.
-    const url = new URL((this.rewrite ? this.rewrite(request) : request.url) ?? '/', 'http://localhost');
+    const url = new URL(this.rewrite(request), 'http://localhost');
     if (!this.paths.has(url.pathname)) {
       // Another upgrade listener may own this path; with none, answer instead of hanging.
       if (this.server?.listenerCount('upgrade') === 1) reject(socket, 404, 'not_found', 'Not found.');
       return;
     }
     socket.on('error', () => undefined);
+    // Before the key is looked at: a page from elsewhere learns nothing, and costs no lookup.
+    if (!upgradeOriginAllowed(this.config, request)) {
+      reject(socket, 403, 'forbidden', 'Pages from this origin may not open the socket.');
+      return;
+    }
     void this.accept(request, socket, head, url).catch((err: unknown) => {
       if (err instanceof ApiError) reject(socket, err.status, err.code, err.message, err.headers);
       else reject(socket, 503, 'service_unavailable', 'A dependency is temporarily unavailable; retry shortly.', { 'Retry-After': '1' });

@@ -8,11 +8,14 @@ import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { BLOB_STORE, CONFIG } from '../../core/tokens.js';
 import { AssetDocs } from '../../docs/index.js';
 import { RateLimitGuard } from '../../limits/index.js';
+import { Uncompressed } from '../../http/compression.js';
 import { requireJsonObject } from '../../http/json-body.js';
 import { sendBlob } from '../../http/send-blob.js';
 import { UuidPipe } from '../../http/uuid.pipe.js';
 import { AssetsService, checkTags, parseExpiresIn } from './assets.service.js';
 import { lastField, readMultipartUpload } from './multipart-upload.js';
+import { UploadKeys } from './upload-keys.js';
+import { parseIdempotencyKey } from '../jobs/submit-body.js';
 
 @AssetDocs.controller()
 @Controller('api/v2/assets')
@@ -20,6 +23,7 @@ import { lastField, readMultipartUpload } from './multipart-upload.js';
 export class AssetsController {
   constructor(
     private readonly assets: AssetsService,
+    private readonly keys: UploadKeys,
     @Inject(BLOB_STORE) private readonly store: BlobStore,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
@@ -27,6 +31,9 @@ export class AssetsController {
   @Post()
   @AssetDocs.upload()
   async upload(@CurrentAccount() account: Account, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<AssetView> {
+    const key = parseIdempotencyKey(request.headers['idempotency-key']);
+    // A used key is refused before a byte of the body is read or stored.
+    if (key) await this.keys.refuseUsed(account.id, key);
     const discard = (stored: StoredBlob) => this.assets.discardUnrecorded(stored);
     const parsed = await readMultipartUpload(request, 'file', (stream) => this.assets.storeBytes(stream), discard);
     // The bytes are stored before the fields can be judged; a refused upload must leave none behind.
@@ -47,6 +54,7 @@ export class AssetsController {
         },
         request,
       );
+      if (key) await this.keys.claim(account.id, key, view.id);
       reply.status(createdNew ? 201 : 200);
       return view;
     } catch (err) {
@@ -64,8 +72,8 @@ export class AssetsController {
     @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<AssetView> {
-    const { view, createdNew } = await this.assets.fromHash(account, requireJsonObject(request, body), request);
-    reply.status(createdNew ? 201 : 200);
+    const { view, created } = await this.assets.fromHash(account, requireJsonObject(request, body), request);
+    reply.status(created ? 201 : 200);
     return view;
   }
 
@@ -80,7 +88,7 @@ export class AssetsController {
   @AssetDocs.get()
   async get(@CurrentAccount() account: Account, @Param('id', new UuidPipe('asset')) id: string, @Req() request: FastifyRequest): Promise<AssetView> {
     const asset = await this.assets.find(account, id);
-    return this.assets.view(asset, asset.blob.sizeBytes, false, request);
+    return this.assets.view(asset, asset.blob.sizeBytes, request);
   }
 
   @Delete(':id')
@@ -92,6 +100,7 @@ export class AssetsController {
 
   @Get(':id/content')
   @AssetDocs.content()
+  @Uncompressed()
   async content(
     @CurrentAccount() account: Account,
     @Param('id', new UuidPipe('asset')) id: string,

@@ -80,8 +80,9 @@ export class AssetsService {
   }
 
   /**
-   * Records an upload. `created_new` (and 201) says whether these bytes are new *to the caller*:
-   * saying whether anyone else stored them would reveal another account's files.
+   * Records an upload. `created_new` (and 201) says whether these bytes were new to the caller's
+   * store, and is kept with the record, so every later read says the same: whether anyone else
+   * stored them would reveal another account's files.
    */
   async finishUpload(
     account: { id: string },
@@ -101,10 +102,6 @@ export class AssetsService {
     }
     const filePath = checkFilePath(upload.filePath || upload.fileName || 'upload.bin');
     const contentType = checkContentType(upload.contentType, partContentType(upload.mimeType) ?? guessContentType(filePath));
-    // An expired record answers 404 and does not count: to the caller these bytes are new again.
-    const hadBefore = await this.db.asset.count({
-      where: { accountId: account.id, blobHash: stored.hash, ...notExpired() },
-    });
     const asset = await recordUploadedAsset(this.db, stored, {
       accountId: account.id,
       filePath,
@@ -113,8 +110,7 @@ export class AssetsService {
       expiresAt: upload.expiresIn ? new Date(Date.now() + upload.expiresIn * 1000) : null,
     });
     await this.keepOrDrop(asset.id, stored.hash);
-    const createdNew = hadBefore === 0;
-    return { view: await this.view(asset, BigInt(stored.sizeBytes), createdNew, request), createdNew };
+    return { view: await this.view(asset, BigInt(stored.sizeBytes), request), createdNew: asset.createdNew };
   }
 
   /**
@@ -136,12 +132,15 @@ export class AssetsService {
     if (stored.created) await discardUnrecordedBytes(this.db, this.store, stored.hash);
   }
 
-  /** A new record over a blob the caller already uses; another account's blob looks unknown. */
+  /**
+   * A new record over a blob the caller already uses (`created`: 201), or the identical record it
+   * has (200); another account's blob looks unknown. The bytes were never new: `created_new` false.
+   */
   async fromHash(
     account: { id: string },
     body: { hash?: unknown; file_path?: unknown; tags?: unknown; expires_in?: unknown; content_type?: unknown },
     request: FastifyRequest,
-  ): Promise<{ view: AssetView; createdNew: boolean }> {
+  ): Promise<{ view: AssetView; created: boolean }> {
     const hash = parseHashRef(body.hash);
     if (!hash) throw ApiError.invalid('hash must look like blake3:<64 hex digits>.');
     if (body.file_path !== undefined && typeof body.file_path !== 'string') throw ApiError.invalid('file_path must be a string.');
@@ -163,7 +162,7 @@ export class AssetsService {
             orderBy: { createdAt: 'asc' },
           })
         : null;
-    if (identical) return { view: await this.view(identical, existing.blob.sizeBytes, false, request), createdNew: false };
+    if (identical) return { view: await this.view(identical, existing.blob.sizeBytes, request), created: false };
     const asset = await createAssetRecord(this.db, {
       accountId: account.id,
       blobHash: hash,
@@ -174,7 +173,7 @@ export class AssetsService {
     });
     // The last record of these bytes was deleted, with them, since the look-up above.
     if (!asset) throw new ApiError('blob_not_found', 'No blob with this hash is available to you.');
-    return { view: await this.view(asset, existing.blob.sizeBytes, true, request), createdNew: true };
+    return { view: await this.view(asset, existing.blob.sizeBytes, request), created: true };
   }
 
   async hasBlob(account: { id: string }, hashRef: string): Promise<boolean> {
@@ -212,7 +211,7 @@ export class AssetsService {
     });
   }
 
-  async view(asset: Asset, sizeBytes: bigint, createdNew: boolean, request: FastifyRequest): Promise<AssetView> {
+  async view(asset: Asset, sizeBytes: bigint, request: FastifyRequest): Promise<AssetView> {
     const signed = await this.signedUrl(asset, request);
     return {
       id: asset.id,
@@ -221,7 +220,7 @@ export class AssetsService {
       content_type: asset.contentType,
       file_path: asset.filePath,
       tags: asset.tags,
-      created_new: createdNew,
+      created_new: asset.createdNew,
       created_at: asset.createdAt.toISOString(),
       url: signed.url,
       url_expires_at: signed.expiresAt.toISOString(),

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { isTerminal } from '#libs/contracts';
 import type { Account, Db } from '#libs/db';
-import { compareStreamIds, isStreamId, type StoredJobEvent } from '#libs/jobs';
+import { compareStreamIds, eventIdOf, parseEventId, type StoredJobEvent } from '#libs/jobs';
 import type { Draining } from '../../core/draining.js';
 import type { EventFanout } from '../../jobs/event-fanout.js';
 import type { JobPipeline } from '../../jobs/job-pipeline.js';
@@ -27,13 +27,18 @@ export interface StreamDeps {
  * before the first byte. Then: the catch-up (everything after `Last-Event-ID`, or a snapshot of
  * status, progress and preview), then live events from any worker, deduplicated by stream id so
  * nothing is sent twice or lost in between. The stream ends after the terminal status.
+ *
+ * Every event has its own id (eventIdOf): a logged event its log id, one the stream makes itself
+ * (a queue position, a status or progress read from the row) an id after the last logged event it
+ * sent. A client resuming from a logged event's id gets the log after it; from one the stream
+ * made, the snapshot again (status, progress and preview as of then) and the log after it.
  */
 export async function streamJobEvents(deps: StreamDeps, account: Account, scope: JobScope, jobId: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { db, config, pipeline, fanout, views, limits, draining } = deps;
   const raw = reply.raw;
   const { createdAt } = await views.find(scope, jobId);
   const header = request.headers['last-event-id'];
-  const resumeFrom = typeof header === 'string' && isStreamId(header.trim()) ? header.trim() : null;
+  const resumeFrom = typeof header === 'string' ? parseEventId(header.trim()) : null;
   // A client may leave while the lookups wait on the database and Redis. Its connection's 'close'
   // has then fired before the stream listens for it, so it would never be seen: the slot would be
   // held (and refreshed by the keepalive) until the job ends. A connection already gone gets no
@@ -56,7 +61,10 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, scope:
   });
   raw.flushHeaders?.();
 
-  let lastSent = resumeFrom ?? '0-0';
+  // The last logged event sent (or resumed from), and how many events the stream made since.
+  let lastSent = resumeFrom?.after ?? '0-0';
+  let derived = resumeFrom?.derived ?? 0;
+  const nextDerivedId = () => eventIdOf(lastSent, ++derived);
   let ended = false;
   let live = false;
   const early: StoredJobEvent[] = [];
@@ -77,11 +85,23 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, scope:
     raw.end();
   };
   // The log holds status events without a position, which moves with the queue: a queued one is
-  // sent with the position as of now. A count that fails goes out as null; the poll below retries.
+  // sent with the position as of now, never without one. A job that stopped waiting meanwhile has
+  // none before it (0; its next status follows). A count that keeps failing ends the stream, and
+  // the client's reconnection asks again.
+  const positionNow = async (): Promise<number> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await pipeline.queuePosition(jobId, createdAt)) ?? 0;
+      } catch (err) {
+        if (attempt >= 3) throw err;
+        await new Promise((r) => setTimeout(r, 100 * attempt));
+      }
+    }
+  };
   const statusView = async (data: string, status: { status?: string }) => {
     if (status.status !== 'queued') return data;
-    lastPosition = await pipeline.queuePosition(jobId, createdAt).catch(() => undefined);
-    return JSON.stringify({ ...status, queue_position: lastPosition ?? null });
+    lastPosition = await positionNow();
+    return JSON.stringify({ ...status, queue_position: lastPosition });
   };
   const send = async (id: string, event: string, data: string) => {
     if (event !== 'status') {
@@ -109,7 +129,8 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, scope:
     enqueue(async () => {
       if (ended || compareStreamIds(e.id, lastSent) <= 0) return;
       lastSent = e.id;
-      await send(e.id, e.event, e.data);
+      derived = 0;
+      await send(eventIdOf(e.id), e.event, e.data);
     });
 
   const unsubscribe = fanout.onJob(jobId, (e) => {
@@ -124,15 +145,21 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, scope:
   // past the queue is looked at only now and then, in case its terminal event never made it into
   // the log (Redis lost it): the stream must still end.
   // Whatever the log holds that live delivery has not brought yet, then the ending itself.
+  // The ending already sent (a client back after the end) goes again under its own id; one the log
+  // lost (Redis did) is made from the row, with an id of the stream's.
   const sendEnding = async (status: string) => {
     const missed = await pipeline.events.since(jobId, lastSent).catch(() => null);
     if (!missed) return;
     for (const e of missed) {
       if (ended) return;
       lastSent = e.id;
-      await send(e.id, e.event, e.data);
+      derived = 0;
+      await send(eventIdOf(e.id), e.event, e.data);
     }
-    if (!ended) await send(lastSent, 'status', JSON.stringify({ status, queue_position: null }));
+    if (ended) return;
+    const logged = await pipeline.events.latest(jobId, 'status').catch(() => null);
+    const same = logged && (JSON.parse(logged.data) as { status?: string }).status === status;
+    await send(same ? eventIdOf(logged.id) : nextDerivedId(), 'status', JSON.stringify({ status, queue_position: null }));
   };
   let ticks = 0;
   const positions = setInterval(() => {
@@ -149,9 +176,10 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, scope:
       knownStatus = job.status;
       if (job.status !== 'queued') return;
       const position = await pipeline.queuePosition(jobId, job.createdAt).catch(() => undefined);
-      if (position !== undefined && position !== lastPosition) {
+      // null: no longer waiting (its next status is on its way).
+      if (position !== undefined && position !== null && position !== lastPosition) {
         lastPosition = position;
-        write(`id: ${lastSent}\nevent: status\ndata: ${JSON.stringify({ status: 'queued', queue_position: position })}\n\n`);
+        write(`id: ${nextDerivedId()}\nevent: status\ndata: ${JSON.stringify({ status: 'queued', queue_position: position })}\n\n`);
       }
     });
   }, 1000);
@@ -176,10 +204,9 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, scope:
     // progress.) The row only speaks when the log has no status, e.g. after Redis lost it.
     // An id the log never issued (one from the future, or from a log since expired) resumes
     // nothing: the client gets the snapshot instead of waiting on events that will never come.
-    const resume = resumeFrom && (await pipeline.events.issued(jobId, resumeFrom)) ? resumeFrom : null;
-    const job = resume ? null : await db.job.findUniqueOrThrow({ where: { id: jobId } });
-    const logged = await pipeline.events.since(jobId, resume ?? undefined);
-    if (!job) {
+    const resume = resumeFrom && (await pipeline.events.issued(jobId, resumeFrom.after)) ? resumeFrom : null;
+    if (resume && resume.derived === 0) {
+      const logged = await pipeline.events.since(jobId, resume.after);
       for (const e of logged) await deliver(e);
       // A client back after its stream ended (an EventSource reconnects by itself) is told the
       // ending again at once, not after the row's next look.
@@ -188,22 +215,37 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, scope:
         if (row && !ended && isTerminal(row.status)) await sendEnding(row.status);
       });
     } else {
-      const lastId = logged.at(-1)?.id ?? '0-0';
+      // A fresh client, or one back from an event the stream made: a snapshot as of the logged
+      // event it follows, then the log after that event.
+      const job = await db.job.findUniqueOrThrow({ where: { id: jobId } });
+      const all = await pipeline.events.since(jobId);
+      const cut = resume ? all.findIndex((e) => compareStreamIds(e.id, resume.after) > 0) : -1;
+      const logged = cut < 0 ? all : all.slice(0, cut);
+      const later = cut < 0 ? [] : all.slice(cut);
       const latest = (name: string) => [...logged].reverse().find((e) => e.event === name);
-      const progress = latest('progress');
-      const preview = latest('preview');
       const loggedStatus = latest('status');
       const current = loggedStatus ? ((JSON.parse(loggedStatus.data) as { status?: string }).status ?? job.status) : job.status;
-      const status = JSON.stringify({ status: current, queue_position: null });
-      lastSent = lastId;
+      const status = { id: loggedStatus ? eventIdOf(loggedStatus.id) : null, data: JSON.stringify({ status: current, queue_position: null }) };
+      const progress = latest('progress');
+      const preview = latest('preview');
+      // Logged events keep their own ids, in the order they were logged; the rest are the stream's.
+      const state = [
+        ...(progress ? [{ id: eventIdOf(progress.id), event: 'progress', data: progress.data, at: progress.id }] : job.progress ? [{ id: null, event: 'progress', data: JSON.stringify(job.progress), at: null }] : []),
+        ...(preview ? [{ id: eventIdOf(preview.id), event: 'preview', data: preview.data, at: preview.id }] : []),
+      ].sort((a, b) => (a.at && b.at ? compareStreamIds(a.at, b.at) : 0));
+      if (!resume) {
+        lastSent = logged.at(-1)?.id ?? '0-0';
+        derived = 0;
+      }
+      // Back from an event of its own: what it had is re-sent under new ids, after the one it had.
+      const idOf = (id: string | null) => (resume || id === null ? nextDerivedId() : id);
       void enqueue(async () => {
         const terminal = isTerminal(current);
-        if (!terminal) await send(lastId, 'status', status);
-        if (progress) await send(lastId, 'progress', progress.data);
-        else if (job.progress) await send(lastId, 'progress', JSON.stringify(job.progress));
-        if (preview) await send(lastId, 'preview', preview.data);
-        if (terminal) await send(lastId, 'status', status);
+        if (!terminal) await send(idOf(status.id), 'status', status.data);
+        for (const e of state) await send(idOf(e.id), e.event, e.data);
+        if (terminal) await send(idOf(status.id), 'status', status.data);
       });
+      for (const e of later) void deliver(e);
     }
     await chain;
     live = true;

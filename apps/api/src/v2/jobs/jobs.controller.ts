@@ -50,9 +50,9 @@ export class JobsController {
     const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
     const wait = parsePreferWait(request.headers.prefer, this.config.jobs.preferWaitMaxSeconds);
     const deployment = await this.deployments.resolve(request, account);
-    let submitted;
+    let job;
     try {
-      submitted = await this.submissions.submit(account, { ...parsed, idempotencyKey, source: 'v2', deployment });
+      job = await this.submissions.submit(account, { ...parsed, idempotencyKey, source: 'v2', deployment });
     } catch (err) {
       if (err instanceof WorkflowRejected) {
         const o = err.outcome;
@@ -64,14 +64,12 @@ export class JobsController {
       }
       throw err;
     }
-    if (submitted.replayed) reply.header('idempotent-replayed', 'true');
     if (wait !== undefined) {
-      await this.waitForEnd(submitted.job.id, submitted.job.status, wait * 1000);
+      await this.waitForEnd(job.id, job.status, wait * 1000);
       reply.header('preference-applied', `wait=${wait}`);
     }
-    reply.status(submitted.replayed ? 200 : 201);
-    if (submitted.replayed) return this.views.render(await this.views.find(scopeOf(account, deployment), submitted.job.id), request);
-    return this.views.renderCreated(submitted.job, request, wait !== undefined);
+    reply.status(201);
+    return this.views.renderCreated(job, request, wait !== undefined);
   }
 
   /**
@@ -137,8 +135,7 @@ export class JobsController {
   @Get('api/v2/jobs/:id/workflow')
   @JobDocs.workflow()
   async workflow(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest) {
-    const job = await this.views.find(await this.scope(account, request), id);
-    return { workflow: job.workflow, format: 'api' };
+    return { workflow: await this.views.workflow(await this.scope(account, request), id), format: 'api' };
   }
 
   @Get('api/v2/jobs/:id/events')

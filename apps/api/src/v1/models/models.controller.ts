@@ -1,0 +1,67 @@
+import { Controller, Get, Param, Query, UseGuards } from '@nestjs/common';
+import { ApiError } from '#libs/contracts';
+import type { Account } from '#libs/db';
+import { ApiKeyHeaderGuard, CurrentAccount } from '../../auth/index.js';
+import { RateLimitGuard } from '../../limits/index.js';
+import { AccountModels } from './model-lists.js';
+
+/** Folders the engine's `/experiment/models` leaves out (app/model_manager.py). */
+const NOT_MODEL_FOLDERS = new Set(['configs', 'custom_nodes']);
+
+/**
+ * The engine's model routes (server.py, app/model_manager.py) over the account's model lists.
+ * No engine path is ever shown: the engines' folders are theirs, so folder paths are empty lists.
+ */
+@Controller('api')
+@UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
+export class V1ModelsController {
+  constructor(private readonly models: AccountModels) {}
+
+  @Get('embeddings')
+  async embeddings(@CurrentAccount() account: Account) {
+    return (await this.models.of(account)).embeddings;
+  }
+
+  @Get('models')
+  async modelFolders(@CurrentAccount() account: Account) {
+    return Object.keys((await this.models.of(account)).folders);
+  }
+
+  @Get('models/:folder')
+  async modelFiles(@CurrentAccount() account: Account, @Param('folder') folder: string) {
+    return this.filesOf(account, folder);
+  }
+
+  /** `[{name, folders}]`, the front end's model library; `folders` would be engine paths. */
+  @Get('experiment/models')
+  async experimentFolders(@CurrentAccount() account: Account) {
+    const { folders } = await this.models.of(account);
+    return Object.keys(folders)
+      .filter((name) => !NOT_MODEL_FOLDERS.has(name))
+      .map((name) => ({ name, folders: [] as string[] }));
+  }
+
+  /** `[{name, pathIndex}]`; the engine adds file times and sizes, which the engines do not report. */
+  @Get('experiment/models/:folder')
+  async experimentFiles(@CurrentAccount() account: Account, @Param('folder') folder: string) {
+    return (await this.filesOf(account, folder)).map((name) => ({ name, pathIndex: 0 }));
+  }
+
+  /**
+   * A safetensors model's `__metadata__`. The engine answers 404 for a name that is not a
+   * `.safetensors` file of the folder and for one without metadata; the engines report no model
+   * headers, so every model here is one without: 404, after the same checks.
+   */
+  @Get('view_metadata/:folder')
+  async viewMetadata(@CurrentAccount() account: Account, @Param('folder') folder: string, @Query('filename') filename: unknown) {
+    if (typeof filename !== 'string' || !filename.endsWith('.safetensors')) throw ApiError.notFound('safetensors model');
+    if (!(await this.filesOf(account, folder)).includes(filename)) throw ApiError.notFound('model');
+    throw new ApiError('not_found', 'No metadata is known for this model.');
+  }
+
+  private async filesOf(account: Account, folder: string): Promise<string[]> {
+    const { folders } = await this.models.of(account);
+    if (!Object.hasOwn(folders, folder)) throw ApiError.notFound('model folder');
+    return folders[folder]!;
+  }
+}

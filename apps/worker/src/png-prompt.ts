@@ -1,0 +1,107 @@
+import { Transform, type TransformCallback } from 'node:stream';
+import { crc32 } from 'node:zlib';
+
+const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+// A text chunk larger than this is not one the engine wrote; it passes through untouched.
+const MAX_TEXT_CHUNK = 64 * 1024 * 1024;
+
+function textChunk(keyword: string, text: string): Buffer {
+  const data = Buffer.concat([Buffer.from(keyword, 'latin1'), Buffer.from([0]), Buffer.from(text, 'latin1')]);
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(data.length, 0);
+  head.write('tEXt', 4, 'latin1');
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(data, crc32(head.subarray(4, 8))), 0);
+  return Buffer.concat([head, data, crc]);
+}
+
+/** The keyword of a tEXt or iTXt chunk's data (up to its NUL), or null. */
+function keywordOf(data: Buffer): string | null {
+  const end = data.indexOf(0);
+  return end > 0 && end < 80 ? data.subarray(0, end).toString('latin1') : null;
+}
+
+/**
+ * Rewrites the text chunks of a PNG stream that carry the prompt (`prompt`, as the engine's
+ * SaveImage embeds it) to `promptText`, passing every other byte through as it streams: the image
+ * data is never held whole. The engine embeds the prompt it ran, which holds the worker's staged
+ * file names and its cache scope; a tenant's file carries the workflow the tenant sent instead.
+ * A stream that is not a PNG passes through unchanged.
+ */
+export class PngPromptRewriter extends Transform {
+  private pending: Buffer = Buffer.alloc(0);
+  private state: 'signature' | 'header' | 'text' | 'copy' | 'passthrough' = 'signature';
+  /** Bytes of the current chunk still to copy (data and CRC), in the `copy` state. */
+  private copyLeft = 0;
+  private textLength = 0;
+
+  constructor(private readonly promptText: string) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.pending = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
+    try {
+      this.drain();
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  }
+
+  override _flush(done: TransformCallback): void {
+    if (this.pending.length > 0) this.push(this.pending);
+    this.pending = Buffer.alloc(0);
+    done();
+  }
+
+  private shift(n: number): Buffer {
+    const out = this.pending.subarray(0, n);
+    this.pending = this.pending.subarray(n);
+    return out;
+  }
+
+  private drain(): void {
+    for (;;) {
+      if (this.state === 'passthrough') {
+        if (this.pending.length > 0) this.push(this.shift(this.pending.length));
+        return;
+      }
+      if (this.state === 'signature') {
+        if (this.pending.length < SIGNATURE.length) return;
+        const sig = this.shift(SIGNATURE.length);
+        this.push(sig);
+        this.state = sig.equals(SIGNATURE) ? 'header' : 'passthrough';
+        continue;
+      }
+      if (this.state === 'copy') {
+        if (this.pending.length === 0) return;
+        const n = Math.min(this.copyLeft, this.pending.length);
+        this.push(this.shift(n));
+        this.copyLeft -= n;
+        if (this.copyLeft === 0) this.state = 'header';
+        continue;
+      }
+      if (this.state === 'header') {
+        if (this.pending.length < 8) return;
+        const length = this.pending.readUInt32BE(0);
+        const type = this.pending.toString('latin1', 4, 8);
+        if ((type === 'tEXt' || type === 'iTXt') && length <= MAX_TEXT_CHUNK) {
+          this.textLength = length;
+          this.state = 'text';
+          continue;
+        }
+        this.push(this.shift(8));
+        this.copyLeft = length + 4;
+        this.state = this.copyLeft > 0 ? 'copy' : 'header';
+        continue;
+      }
+      // state 'text': the whole chunk (header, data, CRC) is needed to decide.
+      if (this.pending.length < 12 + this.textLength) return;
+      const whole = this.shift(12 + this.textLength);
+      const keyword = keywordOf(whole.subarray(8, 8 + this.textLength));
+      this.push(keyword === 'prompt' ? textChunk('prompt', this.promptText) : whole);
+      this.state = 'header';
+    }
+  }
+}
