@@ -59,7 +59,7 @@ export class ProviderGateway {
   }
 
   private async finish(adapter: ProviderAdapter, model: UpstreamModel, result: GenerationResult, context: GatewayContext): Promise<GenerationResult> {
-    const rehosted = await this.media.rehost(result, model, context.media, context.signal);
+    const rehosted = result.media ? await this.media.rehost(result, model, context.media, context.signal) : result;
     for (const secret of adapter.secrets()) {
       if (secret.length >= MIN_SECRET && rehosted.body.includes(secret)) {
         this.logger.warn(`an answer of ${model.provider} for ${model.id} carried one of the router's credentials; withheld`);

@@ -26,8 +26,8 @@ export interface CallInput {
   fate: CallerFate;
   /** Epoch ms the request arrived. */
   startedAt: number;
-  /** Scheme and authority the caller used: where the signed URLs of re-hosted media point (local store). */
-  origin: string;
+  /** Scheme and authority the caller used: where the signed URLs of re-hosted media point (local store); asked only then. */
+  origin(): string;
 }
 
 export interface CallReply {

@@ -193,7 +193,7 @@ export class DispatchService {
    * Collects a keyed generation by its provider handle, without dispatching another; one collector
    * per process per generation. Undefined when the model's provider cannot be asked about it.
    */
-  collect(model: CatalogModel, row: KeyedRow, origin: string): Generation | undefined {
+  collect(model: CatalogModel, row: KeyedRow, origin: () => string): Generation | undefined {
     if (!this.providers.canCollect(model) || !row.providerHandle) return undefined;
     const existing = this.generations.get(row.id);
     if (existing) return existing;

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { guessContentType, recordStoredAsset } from '#libs/assets';
 import type { Db } from '#libs/db';
@@ -6,6 +7,7 @@ import { linkLifetimeSeconds, TooLargeError, type BlobStore, type StoredBlob } f
 import { BLOB_STORE, DB } from '../../core/tokens.js';
 import { errorResult, type GenerationResult, type MediaRefs, type UpstreamModel } from '../adapters/adapter.js';
 import { UpstreamBroken, UpstreamTimeout, UpstreamUnreachable, upstreamStream } from '../adapters/upstream-http.js';
+import { Coalesce } from './coalesce.js';
 import { replaceStrings, stringsAt } from './json-strings.js';
 
 // Media a provider returns by URL expires at the provider (BFL's in about ten minutes). Before
@@ -22,7 +24,7 @@ const PARALLEL = 4;
 export interface MediaTarget {
   accountId: string;
   callId: string;
-  origin: string;
+  origin(): string;
 }
 
 /** The provider's media could not be had (gone, expired, cut off). */
@@ -72,7 +74,7 @@ export class MediaRehostService {
     const asset = { accountId: target.accountId, filePath: `router/${target.callId}/${fileName}`, contentType, tags: ['router', model.id], expiresAt };
     // Retention may have deleted identical bytes between the write and the record: write them again.
     if (!(await recordStoredAsset(this.db, this.store, stored, asset))) ({ stored, contentType } = await this.download(url, model, media, signal));
-    const link = await this.store.signedUrl(stored.hash, { fileName, contentType, expiresInSeconds: linkLifetimeSeconds(MEDIA_LIFETIME_S, expiresAt), origin: target.origin });
+    const link = await this.store.signedUrl(stored.hash, { fileName, contentType, expiresInSeconds: linkLifetimeSeconds(MEDIA_LIFETIME_S, expiresAt), origin: target.origin() });
     return link.url;
   }
 
@@ -101,8 +103,11 @@ export class MediaRehostService {
         throw new MediaUnavailable(`HTTP ${res.status}`);
       }
       const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim() || guessContentType(new URL(current).pathname);
+      const pieces = new Coalesce();
+      // A failing download fails the pieces too, and with them the store's write.
+      pipeline(res.body, pieces).catch(() => undefined);
       try {
-        return { stored: await this.store.put(res.body, { maxBytes: MAX_MEDIA_BYTES }), contentType };
+        return { stored: await this.store.put(pieces, { maxBytes: MAX_MEDIA_BYTES }), contentType };
       } catch (err) {
         if (err instanceof TooLargeError) throw new MediaUnavailable('larger than the router keeps');
         if (signal.aborted) throw new UpstreamTimeout('deadline');
