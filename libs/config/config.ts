@@ -96,11 +96,28 @@ export const ENV_DEFAULTS = {
   LOG_CAPTURE_BYTES: String(64 * 1024),
   ROUTER_JWT_SECRET: '',
   ROUTER_JWT_PUBLIC_KEYS: '',
+  // Router tokens must carry `exp`, at most this far ahead (and from their `iat`): 30 days.
+  ROUTER_TOKEN_MAX_LIFETIME_SECONDS: String(30 * 24 * 3600),
   ROUTER_DEADLINE_MS: String(10 * 60 * 1000),
-  ROUTER_CATALOG_FILE: 'router/catalog.json',
+  ROUTER_CATALOG_FILE: 'apps/api/src/router/catalog/data/catalog.json',
   // Comma-separated `provider=url`: replaces the origin (and prefixes the path) of that provider's
-  // upstream URLs from the catalog, for tests, staging and operator proxies.
+  // upstream URLs from the catalog, for tests, staging, operator proxies and the partner simulator.
   ROUTER_UPSTREAM_BASE_URLS: '',
+  // The router's own credentials at each partner (docs/router.md says where each is made). A
+  // provider without its key is not called: its models answer service_unavailable.
+  ROUTER_BFL_API_KEY: '',
+  ROUTER_OPENAI_API_KEY: '',
+  ROUTER_STABILITY_API_KEY: '',
+  ROUTER_RECRAFT_API_KEY: '',
+  ROUTER_IDEOGRAM_API_KEY: '',
+  // Kling signs its own short-lived tokens with these two.
+  ROUTER_KLING_ACCESS_KEY: '',
+  ROUTER_KLING_SECRET_KEY: '',
+  ROUTER_LUMA_API_KEY: '',
+  ROUTER_RUNWAY_API_KEY: '',
+  ROUTER_MINIMAX_API_KEY: '',
+  ROUTER_GOOGLE_API_KEY: '',
+  ROUTER_ELEVENLABS_API_KEY: '',
 } as const;
 
 export type EnvName = keyof typeof ENV_DEFAULTS;
@@ -130,6 +147,9 @@ const url = (protocols: string[]) =>
   }, `must be a URL (${protocols.join(' or ')})`);
 
 const optionalUrl = z.string().refine((v) => v === '' || URL.canParse(v), 'must be empty or a URL');
+
+// A credential goes into an HTTP header as it is: one line of visible characters.
+const providerKey = z.string().regex(/^[\x21-\x7e]{0,4096}$/, 'must be printable ASCII without spaces');
 
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']),
@@ -200,9 +220,22 @@ const schema = z.object({
   LOG_CAPTURE_BYTES: int(0, 10 * 1024 * 1024),
   ROUTER_JWT_SECRET: z.string(),
   ROUTER_JWT_PUBLIC_KEYS: z.string(),
+  ROUTER_TOKEN_MAX_LIFETIME_SECONDS: int(60, 366 * 24 * 3600),
   ROUTER_DEADLINE_MS: int(1),
   ROUTER_CATALOG_FILE: z.string().min(1),
   ROUTER_UPSTREAM_BASE_URLS: z.string().refine((v) => parseUpstreamBaseUrls(v) !== null, 'must be empty or provider=http(s) URL pairs separated by commas'),
+  ROUTER_BFL_API_KEY: providerKey,
+  ROUTER_OPENAI_API_KEY: providerKey,
+  ROUTER_STABILITY_API_KEY: providerKey,
+  ROUTER_RECRAFT_API_KEY: providerKey,
+  ROUTER_IDEOGRAM_API_KEY: providerKey,
+  ROUTER_KLING_ACCESS_KEY: providerKey,
+  ROUTER_KLING_SECRET_KEY: providerKey,
+  ROUTER_LUMA_API_KEY: providerKey,
+  ROUTER_RUNWAY_API_KEY: providerKey,
+  ROUTER_MINIMAX_API_KEY: providerKey,
+  ROUTER_GOOGLE_API_KEY: providerKey,
+  ROUTER_ELEVENLABS_API_KEY: providerKey,
 });
 
 type Parsed = z.infer<typeof schema>;
@@ -268,10 +301,34 @@ export interface Config {
     preferWaitMaxSeconds: number;
   };
   worker: { engineUrl: string; engineStallTimeoutMs: number; engineInputDir: string; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
-  router: { jwtSecret: string; jwtPublicKeys: string; deadlineMs: number; catalogFile: string; upstreamBaseUrls: Record<string, string> };
+  router: {
+    jwtSecret: string;
+    jwtPublicKeys: string;
+    tokenMaxLifetimeSeconds: number;
+    deadlineMs: number;
+    catalogFile: string;
+    upstreamBaseUrls: Record<string, string>;
+    providerKeys: ProviderKeys;
+  };
 }
 
-/** `acme=http://127.0.0.1:9000,nova=https://proxy/nova` to a map; null when malformed. */
+/** The router's credentials at its partners; an empty value: not configured. */
+export interface ProviderKeys {
+  bfl: string;
+  openai: string;
+  stability: string;
+  recraft: string;
+  ideogram: string;
+  klingAccessKey: string;
+  klingSecretKey: string;
+  luma: string;
+  runway: string;
+  minimax: string;
+  google: string;
+  elevenlabs: string;
+}
+
+/** `bfl=http://127.0.0.1:8190/bfl,openai=https://proxy/openai` to a map; null when malformed. */
 export function parseUpstreamBaseUrls(value: string): Record<string, string> | null {
   const result: Record<string, string> = {};
   for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
@@ -426,9 +483,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     router: {
       jwtSecret: e.ROUTER_JWT_SECRET,
       jwtPublicKeys: e.ROUTER_JWT_PUBLIC_KEYS,
+      tokenMaxLifetimeSeconds: e.ROUTER_TOKEN_MAX_LIFETIME_SECONDS,
       deadlineMs: e.ROUTER_DEADLINE_MS,
       catalogFile: e.ROUTER_CATALOG_FILE,
       upstreamBaseUrls: parseUpstreamBaseUrls(e.ROUTER_UPSTREAM_BASE_URLS) ?? {},
+      providerKeys: {
+        bfl: e.ROUTER_BFL_API_KEY,
+        openai: e.ROUTER_OPENAI_API_KEY,
+        stability: e.ROUTER_STABILITY_API_KEY,
+        recraft: e.ROUTER_RECRAFT_API_KEY,
+        ideogram: e.ROUTER_IDEOGRAM_API_KEY,
+        klingAccessKey: e.ROUTER_KLING_ACCESS_KEY,
+        klingSecretKey: e.ROUTER_KLING_SECRET_KEY,
+        luma: e.ROUTER_LUMA_API_KEY,
+        runway: e.ROUTER_RUNWAY_API_KEY,
+        minimax: e.ROUTER_MINIMAX_API_KEY,
+        google: e.ROUTER_GOOGLE_API_KEY,
+        elevenlabs: e.ROUTER_ELEVENLABS_API_KEY,
+      },
     },
   };
 }

@@ -10,7 +10,7 @@ import { memoryMiB, type RunningProcess } from '../support/processes.js';
 import { ReliabilityReport } from '../support/reliability.js';
 import { SseClient } from '../support/sse.js';
 import { TEST_ROUTER_SECRET, TestStack } from '../support/stack.js';
-import { startPartners, type Partners } from '../router/fake-partners.js';
+import { startPartnerSim, type PartnerSim } from '../../apps/partner-sim/src/server.js';
 import { writeCatalog } from '../router/router-world.js';
 import { V1Socket } from '../v1/v1-world.js';
 
@@ -42,21 +42,21 @@ const mib = (p: RunningProcess, field: 'VmRSS' | 'VmHWM') => Math.round(memoryMi
 
 describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, ${WS_CLIENTS} WebSocket clients and router bursts`, () => {
   const stack = new TestStack('local');
-  let partners: Partners;
+  let sim: PartnerSim;
   let api: RunningProcess;
   let worker: RunningProcess;
   let engine: RunningProcess;
 
   beforeAll(async () => {
     await stack.open();
-    partners = await startPartners();
-    const cloud = await startCloud(stack, { engine: { SIM_STEP_MS: '15' }, api: { ROUTER_CATALOG_FILE: writeCatalog(stack.blobDir), ROUTER_UPSTREAM_BASE_URLS: partners.upstreamEnv } });
+    sim = await startPartnerSim({ timeScale: 0.005 });
+    const cloud = await startCloud(stack, { engine: { SIM_STEP_MS: '15' }, api: { ROUTER_CATALOG_FILE: writeCatalog(stack.blobDir), ...sim.routerEnv() } });
     ({ api } = cloud);
     [worker] = cloud.workers as [RunningProcess];
     [engine] = cloud.engines as [RunningProcess];
   }, 60_000);
   afterAll(async () => {
-    await partners?.stop();
+    await sim?.stop();
     await stack.close();
   });
 
@@ -146,16 +146,16 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     let bursts = 0;
     const routerLoad = (async () => {
       while (Date.now() < until - 5000) {
-        partners.acme.resetStats();
+        sim.resetStats();
         await Promise.all(
           Array.from({ length: ROUTER_PARALLEL }, async (_, i) => {
             const t0 = performance.now();
-            const r = await call(`${api.url}/v1/models/acme/flux-schnell`, jsonInit('POST', { prompt: `burst ${bursts} #${i} [[slow:300]]` }, bearer(routerToken)));
+            const r = await call(`${api.url}/v1/models/openai/gpt-image-1`, jsonInit('POST', { model: 'gpt-image-1', prompt: `burst ${bursts} #${i} [[slow:300]]` }, bearer(routerToken)));
             routerLatencies.push(performance.now() - t0);
             routerOutcomes.set(r.status, (routerOutcomes.get(r.status) ?? 0) + 1);
           }),
         );
-        routerPeak = Math.max(routerPeak, partners.acme.maxInFlight);
+        routerPeak = Math.max(routerPeak, sim.maxInFlight('openai'));
         bursts++;
         await sleep(5000);
       }

@@ -11,7 +11,7 @@ import type { RunningProcess } from '../support/processes.js';
 import { ReliabilityReport } from '../support/reliability.js';
 import { TEST_REDIS_URL } from '../support/env.js';
 import { TEST_ROUTER_SECRET, TEST_SIGNING_SECRET, TestStack } from '../support/stack.js';
-import { startPartners, type Partners } from '../router/fake-partners.js';
+import { startPartnerSim, type PartnerSim } from '../../apps/partner-sim/src/server.js';
 import { writeCatalog } from '../router/router-world.js';
 import { testPng } from '../v1/v1-world.js';
 import { dumpRoutes } from '../support/routes.js';
@@ -140,7 +140,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
   let cloud: Cloud;
   let api: string;
   let deployApi: RunningProcess;
-  let partners: Partners;
+  let sim: PartnerSim;
   let redis: Redis;
   let routerEnv: Record<string, string>;
 
@@ -165,7 +165,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     accountCursor: '',
     jobIds: [] as string[],
     routerKey: `a-router-${randomUUID()}`,
-    routerBody: { prompt: 'a red fox' },
+    routerBody: { model: 'gpt-image-1', prompt: 'a red fox' },
     routerResult: '',
     routerCursor: '',
     deployment: 'alice-app',
@@ -212,9 +212,9 @@ describe('tenant isolation: account B learns nothing of account A and changes no
   beforeAll(async () => {
     await stack.open();
     redis = new Redis(TEST_REDIS_URL);
-    partners = await startPartners();
+    sim = await startPartnerSim({ timeScale: 0.005 });
     const catalog = writeCatalog(stack.blobDir);
-    routerEnv = { ROUTER_CATALOG_FILE: catalog, ROUTER_UPSTREAM_BASE_URLS: partners.upstreamEnv };
+    routerEnv = { ROUTER_CATALOG_FILE: catalog, ...sim.routerEnv() };
     cloud = await startCloud(stack, { api: routerEnv });
     api = cloud.api.url;
     deployApi = await stack.startApi({ ...routerEnv, SURFACE: 'deployment', DEPLOYMENT_DOMAIN: 'deploy.test' });
@@ -262,7 +262,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     const queued = await v2(a.key, '/api/v2/jobs', jsonInit('POST', { workflow: tinyImage(79), extra_data: { api_key_comfy_org: A.partnerKey } }));
     A.queued = queued.body.id;
 
-    const call1 = await router(A.token, '/v1/models/acme/flux-schnell', { method: 'POST', body: JSON.stringify(A.routerBody), headers: { 'idempotency-key': A.routerKey } });
+    const call1 = await router(A.token, '/v1/models/openai/gpt-image-1', { method: 'POST', body: JSON.stringify(A.routerBody), headers: { 'idempotency-key': A.routerKey } });
     expect(call1.status).toBe(200);
     A.routerResult = call1.text;
     A.routerCursor = (await router(A.token, '/v1/models?limit=1')).body.next_cursor;
@@ -281,7 +281,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
   afterAll(async () => {
     for (const s of Object.values(sockets)) s?.ws.terminate();
     redis?.disconnect();
-    await partners?.stop();
+    await sim?.stop();
     await stack.close();
   });
 
@@ -625,7 +625,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
         // Each keyed call by its own fresh B: a key B used once is B's own from then on.
         const callView = async (key: string, body: unknown) => {
           const b = await fresh('bob-keyed', true);
-          const r = await router(b.token, '/v1/models/acme/flux-schnell', { method: 'POST', body: JSON.stringify(body), headers: { 'idempotency-key': key } });
+          const r = await router(b.token, '/v1/models/openai/gpt-image-1', { method: 'POST', body: JSON.stringify(body), headers: { 'idempotency-key': key } });
           return {
             status: r.status,
             replayed: r.headers.get('idempotent-replayed'),
@@ -636,8 +636,8 @@ describe('tenant isolation: account B learns nothing of account A and changes no
           };
         };
         return [
-          { what: "POST /v1/models/acme/flux-schnell with A's key, A's body", theirs: () => callView(A.routerKey, A.routerBody), unknown: () => callView(`fresh-${randomUUID()}`, A.routerBody), status: 200 },
-          { what: "POST /v1/models/acme/flux-schnell with A's key, another body", theirs: () => callView(A.routerKey, { prompt: 'a blue whale' }), unknown: () => callView(`fresh-${randomUUID()}`, { prompt: 'a blue whale' }), status: 200 },
+          { what: "POST /v1/models/openai/gpt-image-1 with A's key, A's body", theirs: () => callView(A.routerKey, A.routerBody), unknown: () => callView(`fresh-${randomUUID()}`, A.routerBody), status: 200 },
+          { what: "POST /v1/models/openai/gpt-image-1 with A's key, another body", theirs: () => callView(A.routerKey, { model: 'gpt-image-1', prompt: 'a blue whale' }), unknown: () => callView(`fresh-${randomUUID()}`, { model: 'gpt-image-1', prompt: 'a blue whale' }), status: 200 },
           ...read("/v1/models?cursor=A's cursor", (c, m) => router(B.token, `/v1/models?cursor=${encodeURIComponent(c)}`, { method: m }), () => A.routerCursor, () => forge(A.routerCursor), 400),
         ];
       },
@@ -735,7 +735,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     const view = await v1(A.account.key, `/api/view?filename=${A.v1Name}&type=input`);
     const viewBytes = view.status === 302 ? Buffer.from(await (await fetch(view.headers.get('location')!)).arrayBuffer()) : null;
     const replay = await v2(A.account.key, '/api/v2/jobs', jsonInit('POST', { workflow: tinyImage(78) }, { 'idempotency-key': A.idemKey }));
-    const routerReplay = await router(A.token, '/v1/models/acme/flux-schnell', { method: 'POST', body: JSON.stringify(A.routerBody), headers: { 'idempotency-key': A.routerKey } });
+    const routerReplay = await router(A.token, '/v1/models/openai/gpt-image-1', { method: 'POST', body: JSON.stringify(A.routerBody), headers: { 'idempotency-key': A.routerKey } });
     const deployment = await call(`${deployApi.url}/deployment/${A.deployment}/workflow`, { headers: bearer(A.account.key) });
     const list = (await v2(A.account.key, '/api/v2/jobs?limit=100')).body.data.map((j: { id: string }) => j.id);
     const history = Object.keys((await v1(A.account.key, '/api/history')).body);

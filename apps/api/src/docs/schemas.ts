@@ -415,7 +415,7 @@ const router: Record<string, Schema> = {
     enum: [...ROUTER_ERROR_TYPES],
     description: 'Closed set of 15 buckets; treat an unrecognized one as `internal_error`.',
   },
-  RouterChargesOnPolicyRejection: { type: 'string', description: 'Whether a call the model refuses on content-policy grounds is still charged.' },
+  RouterChargesOnPolicyRejection: { type: 'string', enum: ['yes', 'no', 'unknown'], description: 'Whether a call the model refuses on content-policy grounds is still charged; `unknown` where the provider bills some refusals (of what it generated) and not others (of the input).' },
   RouterModelBilling: {
     type: 'object',
     required: ['charges_on_policy_rejection'],
