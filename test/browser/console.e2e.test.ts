@@ -6,13 +6,13 @@ import { slowJob, startCloud, textToImage, type Cloud } from '../support/cloud.j
 import { bearer, call } from '../support/http.js';
 import { waitUntil } from '../support/jobs.js';
 import { TestStack } from '../support/stack.js';
-import { startPartners, type Partners } from '../router/fake-partners.js';
-import { writeCatalog } from '../router/router-world.js';
+import { startPartnerSim, type PartnerSim } from '../../apps/partner-sim/src/server.js';
+import { TEST_TIME_SCALE, writeCatalog } from '../router/router-world.js';
 import { testPng } from '../v1/v1-world.js';
 import { launchChromium, type Browser } from './support.js';
 
 // The tenant console (apps/console), served by the API at /console/, driven in headless Chromium
-// against the real stack (API, worker, simulated engine, fake router partners): sign in, submit and
+// against the real stack (API, worker, simulated engine, the partner simulator): sign in, submit and
 // watch a job, cancel one, upload and use an image, a validation error on its node, a router call,
 // the account, a second tenant who sees nothing of the first; the page's CSP, and no request that
 // leaves the API's origin. CONSOLE_SCREENSHOTS=<dir> also saves the main pages as PNGs there.
@@ -25,7 +25,7 @@ const WIDE = { width: 1280, height: 900 };
 describe('the tenant console in headless Chromium', () => {
   const stack = new TestStack('local');
   let cloud: Cloud;
-  let partners: Partners;
+  let partners: PartnerSim;
   let browser: Browser;
   let page: Page;
   let origin: string;
@@ -75,8 +75,8 @@ describe('the tenant console in headless Chromium', () => {
 
   beforeAll(async () => {
     await stack.open();
-    partners = await startPartners();
-    const routerEnv = { ROUTER_CATALOG_FILE: writeCatalog(stack.blobDir), ROUTER_UPSTREAM_BASE_URLS: partners.upstreamEnv };
+    partners = await startPartnerSim({ timeScale: TEST_TIME_SCALE });
+    const routerEnv = { ROUTER_CATALOG_FILE: writeCatalog(stack.blobDir), ...partners.routerEnv() };
     // Sampler steps of 60 ms: a 20-step job samples for over a second, long enough to show its
     // progress (announced at most every 500 ms) and a preview on the way.
     [cloud, browser] = await Promise.all([startCloud(stack, { api: routerEnv, engine: { SIM_STEP_MS: '60' } }), launchChromium()]);
@@ -258,17 +258,19 @@ describe('the tenant console in headless Chromium', () => {
 
   it('runs a router model from a form made from its input schema, and explains a failure', async () => {
     await page.goto(`${origin}/console/#/router`);
-    await page.getByRole('link', { name: 'acme/flux-schnell' }).click();
+    await page.getByRole('link', { name: 'recraft/recraftv3' }).click();
     await page.getByLabel(/^prompt/).fill('a lighthouse at dusk');
     // The schema's enum is a list, its integer a number field with the schema's bounds.
-    expect(await page.getByLabel(/^output_format/).locator('option').allTextContents()).toEqual(['(the model\'s default)', 'png', 'jpeg', 'webp']);
-    expect(await page.getByLabel(/^num_inference_steps/).getAttribute('max')).toBe('8');
+    expect(await page.getByLabel(/^style/).locator('option').allTextContents()).toEqual(expect.arrayContaining(['realistic_image', 'vector_illustration']));
+    expect(await page.getByLabel(/^n\b/).getAttribute('max')).toBe('6');
     await page.getByRole('button', { name: 'Run the model' }).click();
     const result = page.locator('section[aria-labelledby="result-h"]');
     await result.waitFor({ timeout: 20_000 });
-    expect(await result.locator('pre').textContent()).toContain('"prompt": "a lighthouse at dusk"');
-    // The partner's image URL is listed, not loaded: the console fetches nothing beyond the API.
-    await result.getByRole('link', { name: /cdn\.acme\.example/ }).waitFor();
+    expect(await result.locator('pre').textContent()).toContain('"data"');
+    // The router re-hosted the partner's image: the page shows it from the API's own origin.
+    const image = result.locator('img');
+    await image.waitFor();
+    expect(new URL((await image.getAttribute('src'))!, origin).origin).toBe(new URL(origin).origin);
     await shot('router');
 
     await page.getByLabel(/^prompt/).fill('a cat [[refuse]]');

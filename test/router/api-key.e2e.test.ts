@@ -18,7 +18,7 @@ describe('router calls with an account API key in place of a JWT', () => {
   beforeAll(async () => {
     await world.open();
     const { id, key: k } = await world.stack.account({ name: 'keyed' });
-    await world.stack.accounts.setLimits(id, { routerEnabled: true, routerEntitlements: ['acme/*'], routerMaxConcurrent: 8, routerSpendCapCents: 10_000, routerWindowCalls: 1000, routerWindowSeconds: 60 });
+    await world.stack.accounts.setLimits(id, { routerEnabled: true, routerEntitlements: ['recraft/*'], routerMaxConcurrent: 8, routerSpendCapCents: 10_000, routerWindowCalls: 1000, routerWindowSeconds: 60 });
     accountId = id;
     key = k;
     token = await mintRouterToken(TEST_ROUTER_SECRET, id);
@@ -26,7 +26,7 @@ describe('router calls with an account API key in place of a JWT', () => {
   afterAll(() => world.close());
 
   it('reads the catalog, a model and its schema exactly as the JWT of the same account does', async () => {
-    for (const path of ['/v1/models?limit=100', '/v1/models/acme/flux-schnell', '/v1/models/acme/flux-schnell/openapi.json', '/v1/models/nova/image-edit']) {
+    for (const path of ['/v1/models?limit=100', '/v1/models/recraft/recraftv3', '/v1/models/recraft/recraftv3/openapi.json', '/v1/models/luma/ray-2']) {
       const [byKey, byJwt] = await Promise.all([world.get(key, path), world.get(token, path)]);
       expect({ path, status: byKey.status, type: byKey.headers.get('x-service-error-type'), body: byKey.text }).toEqual({
         path,
@@ -36,21 +36,21 @@ describe('router calls with an account API key in place of a JWT', () => {
       });
     }
     const list = await world.get(key, '/v1/models?limit=100');
-    expect(list.body.data.map((m: { id: string }) => m.id).every((id: string) => id.startsWith('acme/'))).toBe(true);
+    expect(list.body.data.map((m: { id: string }) => m.id).every((id: string) => id.startsWith('recraft/'))).toBe(true);
   });
 
   it('runs a call, charged and recorded for the key\'s account', async () => {
-    const reply = await world.post(key, 'acme/flux-schnell', { prompt: 'a lighthouse' });
+    const reply = await world.post(key, 'recraft/recraftv3', { prompt: 'a lighthouse' });
     expect(reply.status).toBe(200);
     const callId = expectRequestId(reply);
     // Usage records reach the database in batches after the answer.
     const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { id: callId, accountId, state: 'completed' } }));
-    expect(row).toMatchObject({ accountId, modelId: 'acme/flux-schnell', charged: true });
+    expect(row).toMatchObject({ accountId, modelId: 'recraft/recraftv3', charged: true });
   });
 
   it('applies the account\'s entitlements, router switch and status to the key as to the JWT', async () => {
-    const outside = await world.post(key, 'nova/image-edit', { prompt: 'x', image_url: 'https://img.example/a.png' });
-    const outsideByJwt = await world.post(token, 'nova/image-edit', { prompt: 'x', image_url: 'https://img.example/a.png' });
+    const outside = await world.post(key, 'luma/ray-2', { prompt: 'x', model: 'ray-2' });
+    const outsideByJwt = await world.post(token, 'luma/ray-2', { prompt: 'x', model: 'ray-2' });
     expect([outside.status, outside.headers.get('x-service-error-type')]).toEqual([outsideByJwt.status, outsideByJwt.headers.get('x-service-error-type')]);
     expect(outside.status).toBeGreaterThanOrEqual(400);
 

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
 import { requestShed } from '#libs/metrics';
-import { setServiceRequestId } from '../router/request-context.js';
+import { setServiceRequestId } from '../router/index.js';
 import { acceptQueueLength } from './accept-queue.js';
 import { isRouterPath } from './error-body.js';
 

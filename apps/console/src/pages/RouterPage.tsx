@@ -15,7 +15,20 @@ function urlsIn(value: unknown, out: string[] = []): string[] {
 }
 
 const sameOrigin = (url: string) => new URL(url, location.href).origin === location.origin;
-const guessType = (url: string) => (/\.(png|jpe?g|webp|gif)(\?|$)/i.test(url) ? 'image/*' : /\.(mp4|webm)(\?|$)/i.test(url) ? 'video/*' : /\.(mp3|wav|ogg)(\?|$)/i.test(url) ? 'audio/*' : 'application/octet-stream');
+/**
+ * The media type a result URL serves: as its signature declares it (`ct` of the service's own
+ * signed URLs, `response-content-type` of presigned S3 ones), else by its file name's extension.
+ */
+function guessType(url: string): string {
+  const u = new URL(url, location.href);
+  const declared = u.searchParams.get('ct') ?? u.searchParams.get('response-content-type');
+  if (declared) return declared;
+  const name = u.searchParams.get('name') ?? u.pathname;
+  if (/\.(png|jpe?g|webp|gif)$/i.test(name)) return 'image/*';
+  if (/\.(mp4|webm)$/i.test(name)) return 'video/*';
+  if (/\.(mp3|wav|ogg)$/i.test(name)) return 'audio/*';
+  return 'application/octet-stream';
+}
 
 function Result({ result }: { result: RouterResult }) {
   const [text, setText] = useState<string | null>(null);
