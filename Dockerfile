@@ -19,15 +19,19 @@ FROM deps AS build
 # .dockerignore keeps node_modules, dist, tests and local data out of this copy.
 COPY . .
 # The Prisma client is generated into libs/db/generated and compiled into dist with the rest.
-# The router catalog may not exist in every checkout: mkdir lets the runtime stage copy it anyway.
+# tsc compiles code only: the router's catalog data (JSON next to the code that reads it) is
+# copied on its own below; the test proves it is there.
 RUN node scripts/prisma-generate.mjs \
  && npx tsc -p tsconfig.build.json \
+ && npx vite build apps/console \
+ && test -f dist/console/index.html \
  && test -f dist/apps/api/src/main.js \
  && test -f dist/apps/worker/src/main.js \
  && test -f dist/apps/sim-engine/src/main.js \
  && test -f dist/apps/admin/src/main.js \
  && test -f dist/libs/db/migrate-cli.js \
- && mkdir -p router prisma/migrations
+ && test -f apps/api/src/router/catalog/data/catalog.json \
+ && mkdir -p prisma/migrations
 
 # --- production dependencies only, installed apart so no dev package can leak into the image --
 FROM ${NODE_IMAGE} AS prod-deps
@@ -54,7 +58,7 @@ COPY --chown=root:root --from=prod-deps /app/node_modules ./node_modules
 COPY --chown=root:root --from=build /app/dist ./dist
 # The migrate role reads the SQL migrations; the api loads the router catalog at start.
 COPY --chown=root:root --from=build /app/prisma/migrations ./prisma/migrations
-COPY --chown=root:root --from=build /app/router ./router
+COPY --chown=root:root --from=build /app/apps/api/src/router/catalog/data ./apps/api/src/router/catalog/data
 COPY --chown=root:root docker/entrypoint.sh docker/healthcheck.mjs ./docker/
 # The code stays root-owned and read-only to the service user; only .data (the local blob
 # store, when no S3 is configured) and /tenant-models (a worker's model cache and the folder it

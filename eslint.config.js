@@ -14,6 +14,22 @@ export default tseslint.config(
     },
   },
   {
+    // The router is a sealed module: the rest of the API reaches it through its index only.
+    files: ['apps/**/*.ts'],
+    ignores: ['apps/api/src/router/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/libs/*/*', '#libs/*/*'], message: 'Import a library through #libs/<name> only.' },
+            { group: ['**/router/*', '!**/router/index.js'], message: 'The router module is reached through router/index.js only.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', '**/*.test.ts', 'bench/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
   },

@@ -2,10 +2,11 @@
 //
 //   npx tsc -p tsconfig.build.json && node bench/router.mjs
 //
-// Starts a fake synchronous partner (answers after BENCH_PROVIDER_DELAY_MS, default 50 ms, like a
-// fast model), a fresh database, and the built API (dist/apps/api/src/main.js) pointed at the
-// partner. Then, at 1 and at 64 concurrent callers, sends the same call to the partner directly
-// and through the router (POST /v1/models/acme/flux-schnell), in BENCH_ROUNDS alternating rounds
+// Starts the partner simulator (apps/partner-sim, in this process), a fresh database, and the
+// built API (dist/apps/api/src/main.js) with every partner pointed at the simulator. A synchronous
+// model, openai/gpt-image-1, answers after BENCH_PROVIDER_DELAY_MS (default 50 ms, like a fast
+// model). At 1 and at 64 concurrent callers the bench sends the same call to the simulator
+// directly and through the router (POST /v1/models/openai/gpt-image-1), in BENCH_ROUNDS alternating rounds
 // (default 3), and prints p50/p99 of both and the difference: each round's, and the median over
 // the rounds. The 64-caller rounds run a second time with the partner's answer time spread over
 // BENCH_PROVIDER_SPREAD_MS more (default 10 ms), so that the callers do not move in step. Before the rounds, BENCH_WARMUP_CALLS calls (default 5,000, at 64 callers) run the
@@ -15,17 +16,26 @@
 // latency of a round swings with the neighbours; this figure moves much less, so it is the one to
 // compare when judging a change to the call path. At 1 caller the API sleeps between calls and
 // each call runs on cold caches, which makes its CPU time several times that of a busy API.
+//
+// Two more rows. Submit-then-poll (bfl/flux-pro-1.1): the time from the simulator sending the
+// poll answer that says Ready to the caller holding the router's answer (which includes
+// re-hosting the image), BENCH_POLL_CALLS calls (default 300) at 1 and at 16 callers. Re-hosting
+// a 5 MB result (recraft/recraftv3): the time until the caller holds the result's bytes, directly
+// (the call, then the provider's URL) against through the router (the call, which re-hosts, then
+// the signed URL), BENCH_REHOST_CALLS of each (default 40), alternating.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { closeRequests, cpuMs, deleteRedisPrefix, measureCalls, median, percentile, postgresCpuMs, startFakePartner, timedPost } from './support.mjs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeRequests, cpuMs, deleteRedisPrefix, download, measureCalls, median, percentile, postgresCpuMs, request, timedPost } from './support.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { applyMigrations, createPrismaClient, dropDatabase, ensureDatabase } = await import(path.join(ROOT, 'dist/libs/db/index.js'));
 const { mintRouterToken } = await import(path.join(ROOT, 'dist/libs/auth/index.js'));
 const { SERVICE_NODE_FLAGS } = await import(path.join(ROOT, 'dist/libs/runtime/index.js'));
+const { startPartnerSim } = await import(path.join(ROOT, 'dist/apps/partner-sim/src/server.js'));
 
 const DELAY_MS = Number(process.env.BENCH_PROVIDER_DELAY_MS ?? 50);
 const REQUESTS_SERIAL = Number(process.env.BENCH_REQUESTS_SERIAL ?? 300);
@@ -43,8 +53,20 @@ const dbUrl = (() => {
   return u.toString();
 })();
 
-const partner = await startFakePartner(DELAY_MS);
-const partnerUrl = `http://127.0.0.1:${partner.port}`;
+const POLL_CALLS = Number(process.env.BENCH_POLL_CALLS ?? 300);
+const REHOST_CALLS = Number(process.env.BENCH_REHOST_CALLS ?? 40);
+const REHOST_BYTES = 5 * 1024 * 1024;
+
+// When each generation's final poll answer left the simulator (performance.now(), this process).
+const finalServedAt = new Map();
+const sim = await startPartnerSim({ onFinalServed: (_provider, taskId, at) => finalServedAt.set(taskId, at) });
+// The shipped catalog with the bench's poll interval, as the tests write theirs.
+const catalogFile = `/tmp/${name}-catalog.json`;
+{
+  const dir = path.join(ROOT, 'apps/api/src/router/catalog/data');
+  const { models } = JSON.parse(readFileSync(path.join(dir, 'catalog.json'), 'utf8'));
+  writeFileSync(catalogFile, JSON.stringify({ models: models.map((m) => ({ ...m, input_schema: path.join(dir, m.input_schema), ...(m.poll_interval_ms ? { poll_interval_ms: 20 } : {}) })) }));
+}
 
 await ensureDatabase(dbUrl);
 await applyMigrations(dbUrl);
@@ -78,7 +100,8 @@ const api = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...apiArgs, path.joi
     API_PORT: '0',
     STORAGE_DIR: `/tmp/${name}`,
     ROUTER_JWT_SECRET: SECRET,
-    ROUTER_UPSTREAM_BASE_URLS: `acme=${partnerUrl}`,
+    ROUTER_CATALOG_FILE: catalogFile,
+    ...sim.routerEnv(),
   },
   stdio: ['ignore', 'pipe', 'pipe'],
 });
@@ -101,9 +124,13 @@ const apiPort = await new Promise((resolve, reject) => {
   api.once('exit', (code) => reject(new Error(`the API exited with ${code}`)));
 });
 
-const BODY = JSON.stringify({ prompt: 'a lighthouse at dusk', num_inference_steps: 4, seed: 7 });
-const direct = () => timedPost(`${partnerUrl}/v1/run/flux-schnell`, BODY);
-const routed = () => timedPost(`http://127.0.0.1:${apiPort}/v1/models/acme/flux-schnell`, BODY, { authorization: `Bearer ${token}` });
+const apiUrl = `http://127.0.0.1:${apiPort}`;
+const routerAuth = { authorization: `Bearer ${token}` };
+// The partner's answer time is steered per call: [[slow:N]], plus up to [[spread:N]] more.
+const bodyFor = (spread) => JSON.stringify({ model: 'gpt-image-1', prompt: `a lighthouse at dusk [[slow:${DELAY_MS}]]${spread > 0 ? ` [[spread:${spread}]]` : ''}`, size: '1024x1024' });
+let BODY = bodyFor(0);
+const direct = () => timedPost(`${sim.url}/openai/v1/images/generations`, BODY, { authorization: `Bearer ${sim.keys.openai}` });
+const routed = () => timedPost(`${apiUrl}/v1/models/openai/gpt-image-1`, BODY, routerAuth);
 const pct = (sorted, p) => percentile(sorted, p / 100);
 const ms = (v) => v.toFixed(2).padStart(8);
 
@@ -128,7 +155,7 @@ for (const [concurrency, total, spread] of [
   [64, REQUESTS_PARALLEL, 0],
   [64, REQUESTS_PARALLEL, SPREAD_MS],
 ]) {
-  partner.spreadMs = spread;
+  BODY = bodyFor(spread);
   const added = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const warmup = concurrency * 10;
@@ -152,10 +179,67 @@ console.log(`\nmedian over ${ROUNDS} rounds\npartner     callers  added p50  add
 for (const { spread, concurrency, p50, p99, cpu, pg } of summary) console.log(`${partnerLabel(spread).padEnd(10)}  ${String(concurrency).padStart(7)}  ${ms(p50)}   ${ms(p99)}   ${ms(cpu)}     ${ms(pg)}`);
 console.log('\ntargets: added p50 < 2 ms, added p99 < 10 ms');
 
+// Submit-then-poll: from the provider's Ready leaving the simulator to the caller's answer.
+console.log(`\nSubmit-then-poll, bfl/flux-pro-1.1 (a ${DELAY_MS} ms generation, its image re-hosted): provider Ready to the caller's answer, ms`);
+console.log('callers  calls      p50      p90      p99');
+const pollBody = JSON.stringify({ prompt: `a red fox in the snow [[slow:${DELAY_MS}]]`, width: 1024, height: 768 });
+const readyToAnswer = async () => {
+  const res = await request(`${apiUrl}/v1/models/bfl/flux-pro-1.1`, { method: 'POST', headers: { ...routerAuth, 'content-type': 'application/json' }, body: pollBody });
+  const answered = performance.now();
+  if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${res.text.slice(0, 200)}`);
+  const id = JSON.parse(res.text).id;
+  const ready = finalServedAt.get(id);
+  finalServedAt.delete(id);
+  return answered - ready;
+};
+await measureCalls(readyToAnswer, 16, 200, 0);
+const pollSummary = [];
+for (const callers of [1, 16]) {
+  const samples = await measureCalls(readyToAnswer, callers, POLL_CALLS, callers * 5);
+  pollSummary.push({ callers, p50: pct(samples, 50) });
+  console.log(`${String(callers).padStart(7)}  ${String(POLL_CALLS).padStart(5)}  ${ms(pct(samples, 50))} ${ms(pct(samples, 90))} ${ms(pct(samples, 99))}`);
+}
+console.log('target: p50 < 5 ms');
+
+// Re-hosting a 5 MB result: the caller holding the bytes, directly and through the router.
+console.log(`\nRe-hosting a ${REHOST_BYTES / 1024 / 1024} MB result, recraft/recraftv3 (a ${DELAY_MS} ms generation): until the caller holds the bytes, ms`);
+const rehostBody = JSON.stringify({ prompt: `a map of the harbour [[slow:${DELAY_MS}]] [[size:${REHOST_BYTES}]]` });
+const fetchAll = async (url, headers) => {
+  const got = await download(url, headers);
+  if (got.status !== 200 || got.bytes !== REHOST_BYTES) throw new Error(`download of ${url}: HTTP ${got.status}, ${got.bytes} bytes`);
+};
+const rehostDirect = async () => {
+  const started = performance.now();
+  const res = await request(`${sim.url}/recraft/v1/images/generations`, { method: 'POST', headers: { authorization: `Bearer ${sim.keys.recraft}`, 'content-type': 'application/json' }, body: rehostBody });
+  await fetchAll(JSON.parse(res.text).data[0].url);
+  return performance.now() - started;
+};
+const rehostRouted = async () => {
+  const started = performance.now();
+  const res = await request(`${apiUrl}/v1/models/recraft/recraftv3`, { method: 'POST', headers: { ...routerAuth, 'content-type': 'application/json' }, body: rehostBody });
+  if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${res.text.slice(0, 200)}`);
+  await fetchAll(JSON.parse(res.text).data[0].url);
+  return performance.now() - started;
+};
+for (let i = 0; i < 5; i++) await rehostRouted();
+const directTimes = [];
+const routedTimes = [];
+for (let i = 0; i < REHOST_CALLS; i++) {
+  directTimes.push(await rehostDirect());
+  routedTimes.push(await rehostRouted());
+}
+const directMedian = median(directTimes);
+const routedMedian = median(routedTimes);
+console.log(`direct median ${directMedian.toFixed(1)} ms, through the router ${routedMedian.toFixed(1)} ms: added ${(routedMedian - directMedian).toFixed(1)} ms, ${((100 * (routedMedian - directMedian)) / directMedian).toFixed(1)}%`);
+console.log('target: added < 25%');
+
 closeRequests();
 api.kill('SIGTERM');
 await new Promise((resolve) => api.once('exit', resolve));
-partner.server.close();
+await sim.stop();
+rmSync(catalogFile, { force: true });
+// The re-hosted media (5 MB each) and every other blob of the run.
+rmSync(`/tmp/${name}`, { recursive: true, force: true });
 await db.$disconnect();
 await dropDatabase(dbUrl);
 await deleteRedisPrefix(REDIS_URL, name);

@@ -162,6 +162,19 @@ export function request(url, { method = 'GET', headers = {}, body } = {}) {
   });
 }
 
+/** One GET whose body is drained and counted, not kept (result media); resolves with status and size. */
+export function download(url, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent, headers }, (res) => {
+      let bytes = 0;
+      res.on('data', (c) => (bytes += c.length));
+      res.on('end', () => resolve({ status: res.statusCode, bytes }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
+}
+
 /** One JSON POST; resolves with its time in ms, rejects unless it is answered 200. */
 export async function timedPost(url, body, headers = {}) {
   const started = performance.now();

@@ -4,7 +4,7 @@
 # Extra arguments pass through to the role. `node ...` and `sh ...` run as given, for debugging.
 set -eu
 
-# Relative paths the code reads (router/catalog.json, prisma/migrations, .data) are relative to
+# Relative paths the code reads (the router catalog, prisma/migrations, .data) are relative to
 # the application root, so every role starts there whatever the container's working directory.
 APP_ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 cd "$APP_ROOT"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs dependencies, generates the Prisma client and builds every app into dist/.
+# Installs dependencies, generates the Prisma client and builds every app into dist/ (the tenant
+# console, apps/console, into dist/console, which the API serves at /console/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/node-runtime.sh
@@ -12,3 +13,4 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 node scripts/prisma-generate.mjs
 npx tsc -p tsconfig.build.json
+npx vite build apps/console

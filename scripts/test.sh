@@ -24,6 +24,7 @@ bash scripts/install.sh
 if [ -z "$tier" ]; then
   # Types and lint first: cheap, and a failure there is a failure of the suite.
   npx tsc -p tsconfig.json --noEmit
+  npx tsc -p apps/console --noEmit
   npx eslint .
 fi
 

@@ -1,3 +1,3 @@
 export { generateApiKey, hashApiKey, looksLikeApiKey } from './api-keys.js';
-export { mintRouterToken, verifyRouterToken, RouterTokenError } from './router-jwt.js';
+export { DEFAULT_ROUTER_TOKEN_LIFETIME_SECONDS, mintRouterToken, verifyRouterToken, RouterTokenError } from './router-jwt.js';
 export { encodeCursor, decodeCursor } from './signed-cursor.js';

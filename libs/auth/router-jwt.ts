@@ -9,10 +9,18 @@ export interface RouterTokenKeys {
   secret: string;
   /** RS256 public keys, PEM, several may be concatenated (key rotation). */
   publicKeys: string;
+  /**
+   * The longest lifetime a token may have (ROUTER_TOKEN_MAX_LIFETIME_SECONDS): a leaked token
+   * stops working within it. Tokens must carry `exp`; one without is valid for ever, and refused.
+   */
+  maxLifetimeSeconds: number;
 }
 
+/** The default of ROUTER_TOKEN_MAX_LIFETIME_SECONDS, and what the admin command mints. */
+export const DEFAULT_ROUTER_TOKEN_LIFETIME_SECONDS = 30 * 24 * 3600;
+
 /** Operators mint router tokens with the admin command line (HS256). */
-export async function mintRouterToken(secret: string, accountId: string, ttlSeconds = 30 * 24 * 3600): Promise<string> {
+export async function mintRouterToken(secret: string, accountId: string, ttlSeconds = DEFAULT_ROUTER_TOKEN_LIFETIME_SECONDS): Promise<string> {
   if (!secret) throw new RouterTokenError('ROUTER_JWT_SECRET is not configured');
   return new SignJWT({})
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
@@ -61,5 +69,18 @@ export async function verifyRouterToken(token: string, keys: RouterTokenKeys): P
     payload = null;
   }
   if (!payload || typeof payload.sub !== 'string' || payload.sub === '') throw new RouterTokenError('invalid token');
+  lifetimeWithin(payload, keys.maxLifetimeSeconds);
   return payload.sub;
+}
+
+/**
+ * A verified token's `exp` (jose has already refused it when past) must exist and lie within the
+ * maximum lifetime: counted from now, and from `iat` when the token states one.
+ */
+function lifetimeWithin(payload: JWTPayload, maxSeconds: number): void {
+  if (typeof payload.exp !== 'number') throw new RouterTokenError('token without exp');
+  const now = Math.floor(Date.now() / 1000);
+  // A minute of tolerance for clocks that disagree about "now" (the token's issuer and this replica).
+  if (payload.exp - now > maxSeconds + 60) throw new RouterTokenError('token lives longer than allowed');
+  if (typeof payload.iat === 'number' && payload.exp - payload.iat > maxSeconds) throw new RouterTokenError('token lives longer than allowed');
 }

@@ -49,6 +49,29 @@ export const ENV_DEFAULTS = {
   HTTP_REQUEST_TIMEOUT_MS: '120000',
   // How often the server looks for clients past those deadlines.
   HTTP_TIMEOUT_CHECK_MS: '2000',
+  // Connections the kernel holds for the API while it is busy (capped by net.core.somaxconn). Past
+  // it new connections are dropped, and clients see resets rather than answers.
+  HTTP_LISTEN_BACKLOG: '4096',
+  // Load shedding (docs/operations.md): past any of these (0: that check is off), new requests get
+  // 503 service_unavailable with Retry-After; /healthz, /readyz and /metrics are always served,
+  // and streams already open are left alone. The event loop's figures are means over a sample.
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '200',
+  // Off: a replica keeping up with its load runs at full utilization (1.0 with a 15 ms loop delay
+  // under the load suite), so utilization alone says nothing about latency.
+  OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: '0',
+  // Of V8's heap limit (--max-old-space-size).
+  OVERLOAD_MAX_HEAP_USED_FRACTION: '0.9',
+  OVERLOAD_SAMPLE_INTERVAL_MS: '1000',
+  // Requests being served at once (event streams, `Prefer: wait` and router calls aside): refused
+  // at once past it, between two samples.
+  OVERLOAD_MAX_REQUESTS_IN_FLIGHT: '1024',
+  // New connections waiting in the kernel's accept queue (Linux): the queue a replica builds when
+  // connections come faster than it takes them in, which no figure of the process shows.
+  OVERLOAD_MAX_ACCEPT_QUEUE: '128',
+  OVERLOAD_RETRY_AFTER_SECONDS: '2',
+  // /readyz proves the blob store takes writes (a small write and delete) at most this often; checks
+  // in between reuse the last result.
+  STORAGE_WRITE_PROBE_INTERVAL_MS: '5000',
   // On SIGTERM the API lets requests in flight (router calls above all) finish for this long, then
   // they stop waiting and the process exits. Keep it under the orchestrator's grace period.
   API_SHUTDOWN_GRACE_MS: '20000',
@@ -90,11 +113,28 @@ export const ENV_DEFAULTS = {
   LOG_CAPTURE_BYTES: String(64 * 1024),
   ROUTER_JWT_SECRET: '',
   ROUTER_JWT_PUBLIC_KEYS: '',
+  // Router tokens must carry `exp`, at most this far ahead (and from their `iat`): 30 days.
+  ROUTER_TOKEN_MAX_LIFETIME_SECONDS: String(30 * 24 * 3600),
   ROUTER_DEADLINE_MS: String(10 * 60 * 1000),
-  ROUTER_CATALOG_FILE: 'router/catalog.json',
+  ROUTER_CATALOG_FILE: 'apps/api/src/router/catalog/data/catalog.json',
   // Comma-separated `provider=url`: replaces the origin (and prefixes the path) of that provider's
-  // upstream URLs from the catalog, for tests, staging and operator proxies.
+  // upstream URLs from the catalog, for tests, staging, operator proxies and the partner simulator.
   ROUTER_UPSTREAM_BASE_URLS: '',
+  // The router's own credentials at each partner (docs/router.md says where each is made). A
+  // provider without its key is not called: its models answer service_unavailable.
+  ROUTER_BFL_API_KEY: '',
+  ROUTER_OPENAI_API_KEY: '',
+  ROUTER_STABILITY_API_KEY: '',
+  ROUTER_RECRAFT_API_KEY: '',
+  ROUTER_IDEOGRAM_API_KEY: '',
+  // Kling signs its own short-lived tokens with these two.
+  ROUTER_KLING_ACCESS_KEY: '',
+  ROUTER_KLING_SECRET_KEY: '',
+  ROUTER_LUMA_API_KEY: '',
+  ROUTER_RUNWAY_API_KEY: '',
+  ROUTER_MINIMAX_API_KEY: '',
+  ROUTER_GOOGLE_API_KEY: '',
+  ROUTER_ELEVENLABS_API_KEY: '',
 } as const;
 
 export type EnvName = keyof typeof ENV_DEFAULTS;
@@ -105,6 +145,12 @@ const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .regex(/^-?\d+$/, 'must be a whole number')
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
+
+/** A decimal from 0 to 1 (`0.9`, `.98`, `1`). */
+const fraction = z
+  .string()
+  .regex(/^(0|1|0?\.\d+|1\.0*)$/, 'must be a decimal from 0 to 1')
+  .transform(Number);
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
@@ -118,6 +164,9 @@ const url = (protocols: string[]) =>
   }, `must be a URL (${protocols.join(' or ')})`);
 
 const optionalUrl = z.string().refine((v) => v === '' || URL.canParse(v), 'must be empty or a URL');
+
+// A credential goes into an HTTP header as it is: one line of visible characters.
+const providerKey = z.string().regex(/^[\x21-\x7e]{0,4096}$/, 'must be printable ASCII without spaces');
 
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']),
@@ -155,6 +204,15 @@ const schema = z.object({
   HTTP_HEADERS_TIMEOUT_MS: int(100, 3_600_000),
   HTTP_REQUEST_TIMEOUT_MS: int(100, 24 * 3_600_000),
   HTTP_TIMEOUT_CHECK_MS: int(10, 60_000),
+  HTTP_LISTEN_BACKLOG: int(1, 65_535),
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: int(0, 60_000),
+  OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: fraction,
+  OVERLOAD_MAX_HEAP_USED_FRACTION: fraction,
+  OVERLOAD_SAMPLE_INTERVAL_MS: int(10, 60_000),
+  OVERLOAD_MAX_REQUESTS_IN_FLIGHT: int(0, 1_000_000),
+  OVERLOAD_MAX_ACCEPT_QUEUE: int(0, 1_000_000),
+  OVERLOAD_RETRY_AFTER_SECONDS: int(1, 3600),
+  STORAGE_WRITE_PROBE_INTERVAL_MS: int(0, 600_000),
   API_SHUTDOWN_GRACE_MS: int(0, 600_000),
   STORAGE_DRIVER: z.enum(['local', 's3']),
   STORAGE_DIR: z.string().min(1),
@@ -188,9 +246,22 @@ const schema = z.object({
   LOG_CAPTURE_BYTES: int(0, 10 * 1024 * 1024),
   ROUTER_JWT_SECRET: z.string(),
   ROUTER_JWT_PUBLIC_KEYS: z.string(),
+  ROUTER_TOKEN_MAX_LIFETIME_SECONDS: int(60, 366 * 24 * 3600),
   ROUTER_DEADLINE_MS: int(1),
   ROUTER_CATALOG_FILE: z.string().min(1),
   ROUTER_UPSTREAM_BASE_URLS: z.string().refine((v) => parseUpstreamBaseUrls(v) !== null, 'must be empty or provider=http(s) URL pairs separated by commas'),
+  ROUTER_BFL_API_KEY: providerKey,
+  ROUTER_OPENAI_API_KEY: providerKey,
+  ROUTER_STABILITY_API_KEY: providerKey,
+  ROUTER_RECRAFT_API_KEY: providerKey,
+  ROUTER_IDEOGRAM_API_KEY: providerKey,
+  ROUTER_KLING_ACCESS_KEY: providerKey,
+  ROUTER_KLING_SECRET_KEY: providerKey,
+  ROUTER_LUMA_API_KEY: providerKey,
+  ROUTER_RUNWAY_API_KEY: providerKey,
+  ROUTER_MINIMAX_API_KEY: providerKey,
+  ROUTER_GOOGLE_API_KEY: providerKey,
+  ROUTER_ELEVENLABS_API_KEY: providerKey,
 });
 
 type Parsed = z.infer<typeof schema>;
@@ -231,8 +302,12 @@ export interface Config {
   maxJsonBodyBytes: number;
   /** v1 user data: bytes of one file, bytes and files of one account. */
   userdata: { maxFileBytes: number; maxAccountBytes: number; maxFiles: number };
-  /** Deadlines for receiving a request, against clients that send it slowly or never finish. */
-  http: { headersTimeoutMs: number; requestTimeoutMs: number; timeoutCheckMs: number };
+  /** Deadlines for receiving a request, against clients that send it slowly or never finish; the listen backlog. */
+  http: { headersTimeoutMs: number; requestTimeoutMs: number; timeoutCheckMs: number; listenBacklog: number };
+  /** Load shedding thresholds (0: that check is off). */
+  overload: { maxEventLoopDelayMs: number; maxEventLoopUtilization: number; maxHeapUsedFraction: number; sampleIntervalMs: number; maxRequestsInFlight: number; maxAcceptQueue: number; retryAfterSeconds: number };
+  /** How often readiness checks may write to the blob store. */
+  readiness: { storageProbeIntervalMs: number };
   storage:
     | { driver: 'local'; dir: string }
     | {
@@ -270,10 +345,34 @@ export interface Config {
     shutdownGraceMs: number;
     logCaptureBytes: number;
   };
-  router: { jwtSecret: string; jwtPublicKeys: string; deadlineMs: number; catalogFile: string; upstreamBaseUrls: Record<string, string> };
+  router: {
+    jwtSecret: string;
+    jwtPublicKeys: string;
+    tokenMaxLifetimeSeconds: number;
+    deadlineMs: number;
+    catalogFile: string;
+    upstreamBaseUrls: Record<string, string>;
+    providerKeys: ProviderKeys;
+  };
 }
 
-/** `acme=http://127.0.0.1:9000,nova=https://proxy/nova` to a map; null when malformed. */
+/** The router's credentials at its partners; an empty value: not configured. */
+export interface ProviderKeys {
+  bfl: string;
+  openai: string;
+  stability: string;
+  recraft: string;
+  ideogram: string;
+  klingAccessKey: string;
+  klingSecretKey: string;
+  luma: string;
+  runway: string;
+  minimax: string;
+  google: string;
+  elevenlabs: string;
+}
+
+/** `bfl=http://127.0.0.1:8190/bfl,openai=https://proxy/openai` to a map; null when malformed. */
 export function parseUpstreamBaseUrls(value: string): Record<string, string> | null {
   const result: Record<string, string> = {};
   for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
@@ -382,7 +481,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       headersTimeoutMs: Math.min(e.HTTP_HEADERS_TIMEOUT_MS, e.HTTP_REQUEST_TIMEOUT_MS),
       requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
       timeoutCheckMs: e.HTTP_TIMEOUT_CHECK_MS,
+      listenBacklog: e.HTTP_LISTEN_BACKLOG,
     },
+    overload: {
+      maxEventLoopDelayMs: e.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+      maxEventLoopUtilization: e.OVERLOAD_MAX_EVENT_LOOP_UTILIZATION,
+      maxHeapUsedFraction: e.OVERLOAD_MAX_HEAP_USED_FRACTION,
+      sampleIntervalMs: e.OVERLOAD_SAMPLE_INTERVAL_MS,
+      maxRequestsInFlight: e.OVERLOAD_MAX_REQUESTS_IN_FLIGHT,
+      maxAcceptQueue: e.OVERLOAD_MAX_ACCEPT_QUEUE,
+      retryAfterSeconds: e.OVERLOAD_RETRY_AFTER_SECONDS,
+    },
+    readiness: { storageProbeIntervalMs: e.STORAGE_WRITE_PROBE_INTERVAL_MS },
     storage:
       e.STORAGE_DRIVER === 'local'
         ? { driver: 'local', dir: e.STORAGE_DIR }
@@ -422,9 +532,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     router: {
       jwtSecret: e.ROUTER_JWT_SECRET,
       jwtPublicKeys: e.ROUTER_JWT_PUBLIC_KEYS,
+      tokenMaxLifetimeSeconds: e.ROUTER_TOKEN_MAX_LIFETIME_SECONDS,
       deadlineMs: e.ROUTER_DEADLINE_MS,
       catalogFile: e.ROUTER_CATALOG_FILE,
       upstreamBaseUrls: parseUpstreamBaseUrls(e.ROUTER_UPSTREAM_BASE_URLS) ?? {},
+      providerKeys: {
+        bfl: e.ROUTER_BFL_API_KEY,
+        openai: e.ROUTER_OPENAI_API_KEY,
+        stability: e.ROUTER_STABILITY_API_KEY,
+        recraft: e.ROUTER_RECRAFT_API_KEY,
+        ideogram: e.ROUTER_IDEOGRAM_API_KEY,
+        klingAccessKey: e.ROUTER_KLING_ACCESS_KEY,
+        klingSecretKey: e.ROUTER_KLING_SECRET_KEY,
+        luma: e.ROUTER_LUMA_API_KEY,
+        runway: e.ROUTER_RUNWAY_API_KEY,
+        minimax: e.ROUTER_MINIMAX_API_KEY,
+        google: e.ROUTER_GOOGLE_API_KEY,
+        elevenlabs: e.ROUTER_ELEVENLABS_API_KEY,
+      },
     },
   };
 }

@@ -1,2 +1,2 @@
 export { loadConfig, ConfigError, ENV_DEFAULTS } from './config.js';
-export type { Config, Surface } from './config.js';
+export type { Config, ProviderKeys, Surface } from './config.js';

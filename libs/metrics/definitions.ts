@@ -27,6 +27,13 @@ export const httpRequestDuration = new Histogram({
   registers: none,
 });
 
+export const requestsShed = new Counter({
+  name: 'http_requests_shed_total',
+  help: 'Requests answered 503 service_unavailable without being served because the api was overloaded, by the threshold passed.',
+  labelNames: ['reason'] as const,
+  registers: none,
+});
+
 export const jobsTotal = new Gauge({
   name: 'jobs_total',
   help: 'Jobs currently in each status.',
@@ -91,7 +98,7 @@ export const routerInflightSpend = new Gauge({
 
 /** What each process exports. */
 export const ROLE_METRICS = {
-  api: [httpRequestDuration, jobsTotal, queueDepth, routerCalls, routerCallDuration, routerInflightSpend],
+  api: [httpRequestDuration, requestsShed, jobsTotal, queueDepth, routerCalls, routerCallDuration, routerInflightSpend],
   worker: [queueWait, jobExecution, engineReady, outputBytesStored],
 } satisfies Record<string, Metric[]>;
 

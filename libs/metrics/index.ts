@@ -8,6 +8,7 @@ export {
   jobExecutionObserved,
   outputBytesObserved,
   queueWaitObserved,
+  requestShed,
   routerCallObserved,
   setEngineReady,
   setInflightSpend,

@@ -5,6 +5,7 @@ import {
   jobExecution,
   jobsTotal,
   outputBytesStored,
+  requestsShed,
   queueDepth,
   queueWait,
   routerCallDuration,
@@ -17,6 +18,11 @@ import {
 /** api: one HTTP response. `route` is the route template (`/api/v2/jobs/:id`), never the raw URL. */
 export function httpRequestObserved(method: string, route: string, statusCode: number, seconds: number): void {
   httpRequestDuration.observe({ method, route, status_code: String(statusCode) }, seconds);
+}
+
+/** api: a request refused with 503 because a load threshold (`reason`) was passed. */
+export function requestShed(reason: string): void {
+  requestsShed.inc({ reason });
 }
 
 /** api, at scrape time: jobs per status; statuses missing from `counts` are set to 0. */

@@ -47,6 +47,10 @@ export function linkLifetimeSeconds(ttlSeconds: number, recordExpiresAt: Date | 
 /** Content-addressed bytes: written once under `blake3/<hex>`, hashed while they stream in. */
 export interface BlobStore {
   readonly driver: 'local' | 's3';
+  /**
+   * Throws StorageUnavailableError when the store would not take the bytes; the body is then read
+   * to its end (and dropped), so the client that sent it can still be answered.
+   */
   put(body: Readable, options?: { maxBytes?: number }): Promise<StoredBlob>;
   has(hash: string): Promise<boolean>;
   /** Size in bytes, or null when the blob is not stored. */
@@ -54,8 +58,11 @@ export interface BlobStore {
   read(hash: string, range?: ByteRange): Promise<Readable>;
   signedUrl(hash: string, options: SignOptions): Promise<SignedUrl>;
   delete(hash: string): Promise<void>;
-  /** Throws when the store cannot be reached. */
-  ping(): Promise<void>;
+  /**
+   * Writes a few bytes where uploads go and deletes them; throws when the store would not take
+   * them (reachable is not enough: a full disk still answers reads). See StorageWriteProbe.
+   */
+  probeWrite(): Promise<void>;
 }
 
 export function blobKey(hash: string): string {

@@ -4,4 +4,6 @@ export type { BlobStore, StoredBlob, ByteRange, SignedUrl, SignOptions } from '.
 export { signBlobUrl, verifyBlobUrl } from './signing.js';
 export type { BlobUrlParams } from './signing.js';
 export { TooLargeError } from './limits.js';
+export { StorageUnavailableError } from './unavailable.js';
+export { StorageWriteProbe } from './write-probe.js';
 export { contentDisposition } from './content-disposition.js';

@@ -1,12 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { link, mkdir, stat, unlink, access } from 'node:fs/promises';
+import { access, link, mkdir, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { PassThrough, type Readable } from 'node:stream';
+import { finished, pipeline } from 'node:stream/promises';
 import { Blake3Tap, isBlake3Hex } from './blake3.js';
 import { blobKey, type BlobStore, type ByteRange, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
+import { drain } from './drain.js';
 import { signBlobUrl } from './signing.js';
+import { StorageUnavailableError } from './unavailable.js';
+
+const PROBE_BYTES = Buffer.alloc(4096);
 
 /** The embedded default: blobs in a local directory, served by the API through HMAC-signed URLs. */
 export class LocalBlobStore implements BlobStore {
@@ -31,21 +35,50 @@ export class LocalBlobStore implements BlobStore {
     this.ready ??= Promise.all([
       mkdir(path.join(this.root, 'blake3'), { recursive: true }),
       mkdir(path.join(this.root, 'tmp'), { recursive: true }),
-    ]).then(() => undefined);
+    ]).then(
+      () => undefined,
+      (err: unknown) => {
+        // Tried again next time: a disk that was full or read-only at start may be fixed since.
+        this.ready = null;
+        throw err;
+      },
+    );
     return this.ready;
   }
 
   async put(body: Readable, options: { maxBytes?: number } = {}): Promise<StoredBlob> {
-    await this.ensureDirs();
+    try {
+      await this.ensureDirs();
+    } catch (err) {
+      await drain(body);
+      throw new StorageUnavailableError(err);
+    }
     const tmp = path.join(this.root, 'tmp', randomUUID());
     const tap = new Blake3Tap(options.maxBytes);
+    // The file is fed by hand, not by pipeline(): a disk that fails (full, read-only, over quota)
+    // must not tear down the client's stream, which goes on being read and dropped so the client
+    // still gets an answer. A failing client stream, or one over the limit, stops the file.
+    const piped = new PassThrough();
+    const file = createWriteStream(tmp);
+    const writing = finished(file);
+    file.once('error', () => {
+      piped.unpipe(file);
+      piped.resume();
+    });
+    piped.pipe(file);
+    const feeding = pipeline(body, tap, piped).catch((err: unknown) => {
+      file.destroy();
+      throw err;
+    });
     try {
-      await pipeline(body, tap, createWriteStream(tmp));
+      const [fed, wrote] = await Promise.allSettled([feeding, writing]);
+      if (fed.status === 'rejected') throw fed.reason;
+      if (wrote.status === 'rejected') throw new StorageUnavailableError(wrote.reason);
       const hash = tap.digest();
       let created = true;
       // link() fails when the target exists, so two writers of the same bytes cannot both "create" it.
       await link(tmp, this.pathOf(hash)).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'EEXIST') throw err;
+        if (err.code !== 'EEXIST') throw new StorageUnavailableError(err);
         created = false;
       });
       return { hash, sizeBytes: tap.size, storageKey: blobKey(hash), created };
@@ -85,8 +118,15 @@ export class LocalBlobStore implements BlobStore {
     });
   }
 
-  async ping(): Promise<void> {
+  async probeWrite(): Promise<void> {
     await this.ensureDirs();
-    await access(this.root);
+    // Beside the uploads' own temporary files, so it fails when they would; a page of bytes, so a
+    // disk with a few bytes left does not pass for one with room.
+    const probe = path.join(this.root, 'tmp', `probe-${randomUUID()}`);
+    try {
+      await writeFile(probe, PROBE_BYTES);
+    } finally {
+      await unlink(probe).catch(() => undefined);
+    }
   }
 }

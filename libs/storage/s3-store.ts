@@ -8,6 +8,7 @@ import {
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  PutObjectCommand,
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
@@ -16,6 +17,10 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { Blake3Tap, isBlake3Hex } from './blake3.js';
 import { contentDisposition, dispositionFor } from './content-disposition.js';
 import { blobKey, type BlobStore, type ByteRange, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
+import { drain } from './drain.js';
+import { StorageUnavailableError } from './unavailable.js';
+
+const PROBE_BYTES = Buffer.from('readiness probe\n');
 
 export interface S3Settings {
   endpoint: string;
@@ -79,14 +84,16 @@ export class S3BlobStore implements BlobStore {
   }
 
   async put(body: Readable, options: { maxBytes?: number } = {}): Promise<StoredBlob> {
-    await this.ensureBucket();
+    try {
+      await this.ensureBucket();
+    } catch (err) {
+      await drain(body);
+      throw new StorageUnavailableError(err);
+    }
     const Bucket = this.settings.bucket;
     const tmpKey = `tmp/${randomUUID()}`;
     const tap = new Blake3Tap(options.maxBytes);
     const piped = new PassThrough();
-    // The upload only sees `piped`; a failing source (a client that hangs up, a body over the
-    // limit) must abort the upload rather than leave it waiting for bytes that never come.
-    const feeding = pipeline(body, tap, piped);
     // The hash is only known at the end, so the bytes go to a temporary key and are copied under
     // their hash afterwards: one pass over the data, bounded memory (part size x queue size).
     const upload = new Upload({
@@ -95,25 +102,34 @@ export class S3BlobStore implements BlobStore {
       partSize: 8 * 1024 * 1024,
       queueSize: 2,
     });
+    // The upload only sees `piped`; a failing source (a client that hangs up, a body over the
+    // limit) must abort the upload rather than leave it waiting for bytes that never come.
+    const feeding = pipeline(body, tap, piped).catch(async (err: unknown) => {
+      await upload.abort().catch(() => undefined);
+      throw err;
+    });
+    const uploading = upload.done().catch((err: unknown) => {
+      // Nothing reads `piped` any more: drain it, so the source is read to its end and released.
+      // (Destroying it would tear down the source too, and with it the connection of a client
+      // whose upload we still owe an answer.)
+      piped.resume();
+      throw err;
+    });
     try {
-      await Promise.all([
-        upload.done().catch((err: unknown) => {
-          // Nothing reads `piped` any more: drain it, so the source is read to its end and released.
-          // (Destroying it would tear down the source too, and with it the connection of a client
-          // whose upload we still owe an answer.)
-          piped.resume();
-          throw err;
-        }),
-        feeding.catch(async (err: unknown) => {
-          await upload.abort().catch(() => undefined);
-          throw err;
-        }),
-      ]);
+      // Both settle before the verdict: the client's own failure (or a body over the limit) is
+      // its answer, whatever the store did meanwhile; a store failure alone is the store's.
+      const [fed, uploaded] = await Promise.allSettled([feeding, uploading]);
+      if (fed.status === 'rejected') throw fed.reason;
+      if (uploaded.status === 'rejected') throw new StorageUnavailableError(uploaded.reason);
       const hash = tap.digest();
       const Key = blobKey(hash);
-      const exists = await this.has(hash);
-      if (!exists) await this.s3.send(new CopyObjectCommand({ Bucket, Key, CopySource: `${Bucket}/${tmpKey}` }));
-      return { hash, sizeBytes: tap.size, storageKey: Key, created: !exists };
+      try {
+        const exists = await this.has(hash);
+        if (!exists) await this.s3.send(new CopyObjectCommand({ Bucket, Key, CopySource: `${Bucket}/${tmpKey}` }));
+        return { hash, sizeBytes: tap.size, storageKey: Key, created: !exists };
+      } catch (err) {
+        throw new StorageUnavailableError(err);
+      }
     } finally {
       await this.s3.send(new DeleteObjectCommand({ Bucket, Key: tmpKey })).catch(() => undefined);
     }
@@ -162,7 +178,11 @@ export class S3BlobStore implements BlobStore {
     await this.s3.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: blobKey(hash) }));
   }
 
-  async ping(): Promise<void> {
+  async probeWrite(): Promise<void> {
     await this.ensureBucket();
+    // Under tmp/, where uploads stage their bytes (and where a lifecycle rule sweeps leftovers).
+    const Key = `tmp/probe-${randomUUID()}`;
+    await this.s3.send(new PutObjectCommand({ Bucket: this.settings.bucket, Key, Body: PROBE_BYTES }));
+    await this.s3.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key }));
   }
 }

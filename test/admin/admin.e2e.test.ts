@@ -73,11 +73,24 @@ describe('admin command line', () => {
     expect((await admin('account', 'show', '--account', created.account_id)).status).toBe('inactive');
   });
 
-  it('mints router tokens for an account', async () => {
+  it('mints router tokens for an account, each with an exp within the maximum lifetime', async () => {
+    const keys = { secret: TEST_ROUTER_SECRET, publicKeys: '', maxLifetimeSeconds: 30 * 24 * 3600 };
     const created = await admin('account', 'create', '--name', 'Router user');
     const minted = await admin('router', 'token', '--account', created.account_id, '--ttl', '600');
-    expect(await verifyRouterToken(minted.token, { secret: TEST_ROUTER_SECRET, publicKeys: '' })).toBe(created.account_id);
-    await expect(verifyRouterToken(minted.token, { secret: 'another-secret-entirely', publicKeys: '' })).rejects.toThrow();
+    expect(minted.expires_in).toBe(600);
+    expect(await verifyRouterToken(minted.token, keys)).toBe(created.account_id);
+    await expect(verifyRouterToken(minted.token, { ...keys, secret: 'another-secret-entirely' })).rejects.toThrow();
+    const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { exp: number; iat: number };
+    expect(claims(minted.token).exp - claims(minted.token).iat).toBe(600);
+
+    // Without --ttl: the configured maximum, which a shorter maximum lowers.
+    const longest = await admin('router', 'token', '--account', created.account_id);
+    expect(longest.expires_in).toBe(30 * 24 * 3600);
+    expect(claims(longest.token).exp - claims(longest.token).iat).toBe(30 * 24 * 3600);
+    const short = JSON.parse((await stack.admin(['router', 'token', '--account', created.account_id], { ROUTER_TOKEN_MAX_LIFETIME_SECONDS: '3600' })).stdout);
+    expect(short.expires_in).toBe(3600);
+    const refused = await stack.admin(['router', 'token', '--account', created.account_id, '--ttl', '3601'], { ROUTER_TOKEN_MAX_LIFETIME_SECONDS: '3600' });
+    expect({ code: refused.code, stdout: refused.stdout, stderr: refused.stderr }).toEqual({ code: 1, stdout: '', stderr: 'error: --ttl must be a whole number from 1 to 3600\n' });
   });
 
   it('manages deployments', async () => {
@@ -223,7 +236,7 @@ describe('admin command line', () => {
     const created = await admin('account', 'create', '--name', 'Router ttl');
     for (const ttl of ['0', '-5']) {
       const r = await stack.admin(['router', 'token', '--account', created.account_id, `--ttl=${ttl}`]);
-      expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 1, stdout: '', stderr: 'error: --ttl must be a whole number from 1 to 2147483647\n' });
+      expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 1, stdout: '', stderr: 'error: --ttl must be a whole number from 1 to 2592000\n' });
     }
   });
 

@@ -21,6 +21,14 @@ describe('configuration', () => {
     ['S3_FORCE_PATH_STYLE', 'maybe'],
     ['SIGNING_SECRET', 'short'],
     ['LOG_LEVEL', 'loud'],
+    ['OVERLOAD_MAX_EVENT_LOOP_UTILIZATION', '1.5'],
+    ['OVERLOAD_MAX_HEAP_USED_FRACTION', '90%'],
+    ['OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', '-1'],
+    ['OVERLOAD_SAMPLE_INTERVAL_MS', '0'],
+    ['OVERLOAD_RETRY_AFTER_SECONDS', '0'],
+    ['OVERLOAD_MAX_ACCEPT_QUEUE', 'many'],
+    ['HTTP_LISTEN_BACKLOG', '0'],
+    ['STORAGE_WRITE_PROBE_INTERVAL_MS', '1.5'],
   ])('stops on a bad %s and names it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}:`));

@@ -141,6 +141,6 @@ describe('errors and request ids', () => {
   it('reports its dependencies on /readyz', async () => {
     const res = await call(`${api.url}/readyz`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ready', checks: { postgres: 'ok', redis: 'ok', storage: 'ok' } });
+    expect(res.body).toEqual({ status: 'ready', checks: { postgres: 'ok', redis: 'ok', storage: 'ok', load: 'ok' } });
   });
 });

@@ -295,6 +295,9 @@ describe.each<StorageKind>(['local', 's3'])('tenant model files on the %s store'
     expect([multipart.status, envelopeCode(multipart)]).toEqual([413, 'storage_limit_exceeded']);
     const fits = await v2(B.key, '/api/v2/assets', { method: 'POST', body: uploadForm(safetensors(60 * 1024), 'b.safetensors', { file_path: 'models/loras/b.safetensors' }) });
     expect(fits.status).toBe(201);
+    // The account shows what its model files take, against its limit.
+    const account = (await v2(B.key, '/api/v2/account')).body;
+    expect([account.usage.model_bytes, account.limits.max_model_bytes]).toEqual([fits.body.size_bytes, 100 * 1024]);
     // The same bytes under a second model path cost nothing more; other bytes do.
     expect((await v2(B.key, '/api/v2/assets/from-hash', jsonInit('POST', { hash: fits.body.hash, file_path: 'models/loras/copy.safetensors' }))).status).toBe(201);
     const second = await v2(B.key, '/api/v2/assets', { method: 'POST', body: uploadForm(safetensors(60 * 1024), 'c.safetensors', { file_path: 'models/loras/c.safetensors' }) });

@@ -157,11 +157,11 @@ describe('observability: metrics, logs, probes, queue dashboard', () => {
   });
 
   describe('probes', () => {
-    it('api: /healthz alive, /readyz checks PostgreSQL, Redis and storage', async () => {
+    it('api: /healthz alive, /readyz checks PostgreSQL, Redis, storage and load', async () => {
       expect((await call(`${cloud.api.url}/healthz`)).body).toEqual({ status: 'ok' });
       const ready = await call(`${cloud.api.url}/readyz`);
       expect(ready.status).toBe(200);
-      expect(ready.body).toEqual({ status: 'ready', checks: { postgres: 'ok', redis: 'ok', storage: 'ok' } });
+      expect(ready.body).toEqual({ status: 'ready', checks: { postgres: 'ok', redis: 'ok', storage: 'ok', load: 'ok' } });
     });
 
     it('worker: /healthz alive, /readyz checks engine, PostgreSQL, Redis and storage', async () => {

@@ -21,8 +21,8 @@ const ROUTER_BUCKETS = [
   'invalid_input', 'content_policy_violation', 'provider_error', 'provider_timeout', 'insufficient_credits', 'model_not_found', 'unauthorized',
   'forbidden', 'concurrency_limit_exceeded', 'client_disconnected', 'internal_error', 'deadline_exceeded', 'not_enabled', 'service_unavailable', 'rate_limited',
 ];
-/** Served but not part of the tenant API: probes for Prometheus, the docs themselves, the operator dashboard. */
-const OPERATIONAL = [/^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/|$)/, /^\/admin\/queues(\/|$)/];
+/** Served but not part of the tenant API: probes for Prometheus, the docs themselves, the tenant console's page, the operator dashboard. */
+const OPERATIONAL = [/^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/|$)/, /^\/console(\/|$)/, /^\/admin\/queues(\/|$)/];
 
 /** `/api/v2/jobs/{id}` to Fastify's `/api/v2/jobs/:id`. */
 const toFastify = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');

@@ -101,7 +101,7 @@ describe('Dockerfile', () => {
 
   it('copies what the processes read at run time', () => {
     const dests = copyFrom(final).flatMap((c) => c.sources.map((s) => `${s}`));
-    for (const needed of ['/app/dist', '/app/prisma/migrations', '/app/router', 'package.json', 'docker/entrypoint.sh', 'docker/healthcheck.mjs']) {
+    for (const needed of ['/app/dist', '/app/prisma/migrations', '/app/apps/api/src/router/catalog/data', 'package.json', 'docker/entrypoint.sh', 'docker/healthcheck.mjs']) {
       expect(dests).toContain(needed);
     }
     expect(ops(final, 'WORKDIR')).toEqual(['/app']);
@@ -148,7 +148,7 @@ describe('.dockerignore', () => {
       'scripts/prisma-generate.mjs',
       'apps/api/src/main.ts',
       'libs/db/migrate-cli.ts',
-      'router/catalog.json',
+      'apps/api/src/router/catalog/data/catalog.json',
       'docker/entrypoint.sh',
       'docker/healthcheck.mjs',
     ];

@@ -70,6 +70,7 @@ describe('ops/metrics.json', () => {
     expect(metrics.map((m) => m.name).sort()).toEqual(
       [
         'http_request_duration_seconds',
+        'http_requests_shed_total',
         'jobs_total',
         'queue_depth',
         'queue_wait_seconds',

@@ -60,8 +60,8 @@ describe('an API replica stopped with SIGTERM', () => {
       socket.once('error', reject);
     });
     const waited = call(`${api.url}/api/v2/jobs`, jsonInit('POST', { workflow: slowJob(3_000, 1) }, bearer(tenant.key, { prefer: 'wait=60' })));
-    const routed = world.post(workspace.token, 'acme/flux-schnell', { prompt: 'in flight at the stop [[slow:1500]]' }, {}, api);
-    await eventually(async () => world.partners.acme.received.some((r) => r.body.includes('in flight at the stop')));
+    const routed = world.post(workspace.token, 'openai/gpt-image-1', { model: 'gpt-image-1', prompt: 'in flight at the stop [[slow:1500]]' }, {}, api);
+    await eventually(async () => world.sim.requests('openai').some((r) => r.body.includes('in flight at the stop')));
     await sleep(200);
 
     const stopAt = Date.now();
@@ -112,10 +112,10 @@ describe('an API replica stopped with SIGTERM', () => {
   it('makes calls still waiting at the end of the grace answer deadline_exceeded, records them, frees their slots; a keyed retry collects', async () => {
     const api = await world.startApi({ API_SHUTDOWN_GRACE_MS: '1000' });
     const workspace = await world.workspace();
-    const slow = world.post(workspace.token, 'acme/flux-schnell', { prompt: 'outlives the grace [[hang]]' }, {}, api);
-    const videoBody = { prompt: 'a render that outlives the grace [[slow:3000]]', duration_seconds: 5 };
-    const keyed = world.post(workspace.token, 'lumen/video-gen-2', videoBody, { 'idempotency-key': 'stop-001' }, api);
-    await eventually(async () => world.partners.acme.received.some((r) => r.body.includes('outlives the grace')));
+    const slow = world.post(workspace.token, 'openai/gpt-image-1', { model: 'gpt-image-1', prompt: 'outlives the grace [[hang]]' }, {}, api);
+    const videoBody = { model: 'ray-2', prompt: 'a render that outlives the grace [[slow:3000]]', duration: '5s' };
+    const keyed = world.post(workspace.token, 'luma/ray-2', videoBody, { 'idempotency-key': 'stop-001' }, api);
+    await eventually(async () => world.sim.requests('openai').some((r) => r.body.includes('outlives the grace')));
     await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: workspace.id, idempotencyKey: 'stop-001', providerHandle: { not: null } } }));
 
     const stopAt = Date.now();
@@ -142,11 +142,11 @@ describe('an API replica stopped with SIGTERM', () => {
 
     // The retry, on the replica still up, collects the generation instead of dispatching another.
     await sleep(2_500);
-    const retry = await world.post(workspace.token, 'lumen/video-gen-2', videoBody, { 'idempotency-key': 'stop-001' });
+    const retry = await world.post(workspace.token, 'luma/ray-2', videoBody, { 'idempotency-key': 'stop-001' });
     expect(retry.status).toBe(200);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
     expect(retry.body.id).toBe(videoRow!.providerHandle);
-    expect(world.partners.lumen.posts('/v2/models/video-gen-2/generations').filter((r) => r.body.includes('outlives the grace'))).toHaveLength(1);
+    expect(world.sim.requests('luma', { method: 'POST' }).filter((r) => r.body.includes('outlives the grace'))).toHaveLength(1);
 
     report.record({
       tried: 'SIGTERM with router calls outlasting API_SHUTDOWN_GRACE_MS (1 s)',

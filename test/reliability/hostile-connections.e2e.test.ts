@@ -260,8 +260,8 @@ describe('oversized bodies', () => {
       { what: 'v1 prompt', path: '/api/prompt', headers: v1 },
       { what: 'v1 prompt, chunked', path: '/api/prompt', headers: v1, chunked: true },
       { what: 'v1 queue', path: '/api/queue', headers: v1 },
-      { what: 'router call', path: '/v1/models/acme/flux-schnell', headers: router, router: true },
-      { what: 'router call, chunked', path: '/v1/models/acme/flux-schnell', headers: router, router: true, chunked: true },
+      { what: 'router call', path: '/v1/models/openai/gpt-image-1', headers: router, router: true },
+      { what: 'router call, chunked', path: '/v1/models/openai/gpt-image-1', headers: router, router: true, chunked: true },
     ];
     await cases(
       record,

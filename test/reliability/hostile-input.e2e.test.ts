@@ -217,7 +217,7 @@ describe('request bodies', () => {
   });
 
   it('answers random model inputs on the router with its own 4xx shapes', async () => {
-    const models = fc.constantFrom('acme/flux-schnell', 'nova/image-edit', 'lumen/video-gen-2', 'acme/tts-mini');
+    const models = fc.constantFrom('openai/gpt-image-1', 'bfl/flux-pro-1.1', 'luma/ray-2', 'elevenlabs/eleven_v3', 'stability/stable-image-ultra');
     const body = fc.oneof({ weight: 4, arbitrary: hostileJson(4).map((v) => JSON.stringify(v) ?? '') }, hostileText(100), fc.constant(''));
     await fuzz(
       record,
@@ -494,7 +494,7 @@ describe('queries, cursors, path segments and headers', () => {
         judge: (a) => (a.status === 400 && a.body?.error?.type ? notEngineError(a) : expect4xxEnvelope(a)),
       },
       'content-type (router)': {
-        go: (v) => send(`${api}/v1/models/acme/flux-schnell`, { method: 'POST', headers: { authorization: `Bearer ${routerToken}`, 'content-type': v }, body: '{}' }),
+        go: (v) => send(`${api}/v1/models/openai/gpt-image-1`, { method: 'POST', headers: { authorization: `Bearer ${routerToken}`, 'content-type': v }, body: '{}' }),
         judge: expect4xxRouter,
       },
       'content-type (upload)': {

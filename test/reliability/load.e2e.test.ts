@@ -10,7 +10,7 @@ import { memoryMiB, type RunningProcess } from '../support/processes.js';
 import { ReliabilityReport } from '../support/reliability.js';
 import { SseClient } from '../support/sse.js';
 import { TEST_ROUTER_SECRET, TestStack } from '../support/stack.js';
-import { startPartners, type Partners } from '../router/fake-partners.js';
+import { startPartnerSim, type PartnerSim } from '../../apps/partner-sim/src/server.js';
 import { writeCatalog } from '../router/router-world.js';
 import { V1Socket } from '../v1/v1-world.js';
 
@@ -42,21 +42,21 @@ const mib = (p: RunningProcess, field: 'VmRSS' | 'VmHWM') => Math.round(memoryMi
 
 describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, ${WS_CLIENTS} WebSocket clients and router bursts`, () => {
   const stack = new TestStack('local');
-  let partners: Partners;
+  let sim: PartnerSim;
   let api: RunningProcess;
   let worker: RunningProcess;
   let engine: RunningProcess;
 
   beforeAll(async () => {
     await stack.open();
-    partners = await startPartners();
-    const cloud = await startCloud(stack, { engine: { SIM_STEP_MS: '15' }, api: { ROUTER_CATALOG_FILE: writeCatalog(stack.blobDir), ROUTER_UPSTREAM_BASE_URLS: partners.upstreamEnv } });
+    sim = await startPartnerSim({ timeScale: 0.005 });
+    const cloud = await startCloud(stack, { engine: { SIM_STEP_MS: '15' }, api: { ROUTER_CATALOG_FILE: writeCatalog(stack.blobDir), ...sim.routerEnv() } });
     ({ api } = cloud);
     [worker] = cloud.workers as [RunningProcess];
     [engine] = cloud.engines as [RunningProcess];
   }, 60_000);
   afterAll(async () => {
-    await partners?.stop();
+    await sim?.stop();
     await stack.close();
   });
 
@@ -146,16 +146,16 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     let bursts = 0;
     const routerLoad = (async () => {
       while (Date.now() < until - 5000) {
-        partners.acme.resetStats();
+        sim.resetStats();
         await Promise.all(
           Array.from({ length: ROUTER_PARALLEL }, async (_, i) => {
             const t0 = performance.now();
-            const r = await call(`${api.url}/v1/models/acme/flux-schnell`, jsonInit('POST', { prompt: `burst ${bursts} #${i} [[slow:300]]` }, bearer(routerToken)));
+            const r = await call(`${api.url}/v1/models/openai/gpt-image-1`, jsonInit('POST', { model: 'gpt-image-1', prompt: `burst ${bursts} #${i} [[slow:300]]` }, bearer(routerToken)));
             routerLatencies.push(performance.now() - t0);
             routerOutcomes.set(r.status, (routerOutcomes.get(r.status) ?? 0) + 1);
           }),
         );
-        routerPeak = Math.max(routerPeak, partners.acme.maxInFlight);
+        routerPeak = Math.max(routerPeak, sim.maxInFlight('openai'));
         bursts++;
         await sleep(5000);
       }
@@ -181,10 +181,12 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     let sseProgress = 0;
     for (const { jobId, client } of followers) {
       const ids = logged.get(jobId)!;
-      const got = new Set(client.events.filter((e) => e.event === 'progress').map((e) => e.id));
-      // A client that connected late gets a snapshot stamped with the log's last id, then everything after it.
-      const first = client.events[0]?.id ?? '0-0';
-      const expected = ids.filter((id) => compareStreamIds(id, first) > 0);
+      const received = client.events.filter((e) => e.event === 'progress' && e.id !== null).map((e) => e.id!);
+      const got = new Set(received);
+      // On connect a client gets the latest progress logged so far (under its own id), then every
+      // one logged after it: from the first it received on, it must have them all.
+      const from = [...received].sort(compareStreamIds)[0];
+      const expected = from ? ids.filter((id) => compareStreamIds(id, from) >= 0) : ids.filter((id) => compareStreamIds(id, client.events[0]?.id ?? '0-0') > 0);
       sseMissing += expected.filter((id) => !got.has(id)).length;
       sseProgress += got.size;
       client.close();

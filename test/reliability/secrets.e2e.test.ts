@@ -12,7 +12,7 @@ import type { RunningProcess } from '../support/processes.js';
 import { ReliabilityReport } from '../support/reliability.js';
 import { SseClient } from '../support/sse.js';
 import { TEST_ROUTER_SECRET, TEST_SIGNING_SECRET, TestStack } from '../support/stack.js';
-import { startPartners, type Partners } from '../router/fake-partners.js';
+import { startPartnerSim, type PartnerSim } from '../../apps/partner-sim/src/server.js';
 import { writeCatalog } from '../router/router-world.js';
 import { testPng } from '../v1/v1-world.js';
 
@@ -59,7 +59,7 @@ describe('secrets: keys hashed at rest, partner keys never persisted or logged, 
   let worker: RunningProcess;
   let engine: RunningProcess;
   let engineRelay: Awaited<ReturnType<typeof relay>>;
-  let partners: Partners;
+  let sim: PartnerSim;
   let redis: Redis;
   let account: { id: string; key: string };
   let secondKey: string;
@@ -127,7 +127,7 @@ describe('secrets: keys hashed at rest, partner keys never persisted or logged, 
   beforeAll(async () => {
     await stack.open();
     redis = new Redis(TEST_REDIS_URL);
-    partners = await startPartners();
+    sim = await startPartnerSim({ timeScale: 0.005 });
     engine = await stack.start('apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: '0', SIM_STEP_MS: '20' });
     engineRelay = await relay(engine.port);
     const trace = { LOG_LEVEL: 'trace' };
@@ -137,7 +137,7 @@ describe('secrets: keys hashed at rest, partner keys never persisted or logged, 
       // This suite sends many bad credentials on purpose; the brute-force guard has its own suite.
       AUTH_FAILURE_LIMIT: '0',
       ROUTER_CATALOG_FILE: writeCatalog(stack.blobDir),
-      ROUTER_UPSTREAM_BASE_URLS: partners.upstreamEnv,
+      ...sim.routerEnv(),
     });
     account = await stack.account({ name: 'owner' });
     await stack.accounts.setLimits(account.id, { routerEnabled: true, routerMaxConcurrent: 8, routerSpendCapCents: 10_000, routerWindowCalls: 1000, routerWindowSeconds: 3600 });
@@ -153,7 +153,7 @@ describe('secrets: keys hashed at rest, partner keys never persisted or logged, 
   afterAll(async () => {
     engineRelay?.close();
     redis?.disconnect();
-    await partners?.stop();
+    await sim?.stop();
     await stack.close();
   });
 
@@ -256,7 +256,7 @@ describe('secrets: keys hashed at rest, partner keys never persisted or logged, 
     await sse.until((events) => events.some((e) => e.event === 'status' && /succeeded/.test(e.data)));
     sse.close();
     for (const e of sse.events.filter((e) => e.event === 'output')) urls.push({ where: 'SSE output event url', url: (JSON.parse(e.data) as { url: string }).url });
-    const detail = await call(`${api.url}/v1/models/acme/flux-schnell`, { headers: { authorization: `Bearer ${routerToken}` } });
+    const detail = await call(`${api.url}/v1/models/openai/gpt-image-1`, { headers: { authorization: `Bearer ${routerToken}` } });
     if (detail.body.input_schema_url) urls.push({ where: 'router input_schema_url', url: detail.body.input_schema_url });
     const models = await call(`${api.url}/v1/models?limit=1`, { headers: { authorization: `Bearer ${routerToken}` } });
     urls.push({ where: 'router next_cursor', url: models.body.next_cursor });
@@ -302,7 +302,7 @@ describe('secrets: keys hashed at rest, partner keys never persisted or logged, 
     answers.push({ what: 'API key as a router token', credential: account.key, reply: await call(`${api.url}/v1/models`, { headers: bearer(account.key) }) });
     for (const [name, token] of Object.entries({ forgedJwt, tamperedJwt, nobodyJwt })) {
       answers.push({ what: `router ${name}`, credential: token, reply: await call(`${api.url}/v1/models`, { headers: { authorization: `Bearer ${token}` } }) });
-      answers.push({ what: `router call ${name}`, credential: token, reply: await call(`${api.url}/v1/models/acme/flux-schnell`, jsonInit('POST', { prompt: 'x' }, { authorization: `Bearer ${token}` })) });
+      answers.push({ what: `router call ${name}`, credential: token, reply: await call(`${api.url}/v1/models/openai/gpt-image-1`, jsonInit('POST', { model: 'gpt-image-1', prompt: 'x' }, { authorization: `Bearer ${token}` })) });
     }
     const echoes = answers.filter(({ credential, reply }) => {
       const headers = [...reply.headers.entries()].map(([k, v]) => `${k}: ${v}`).join('\n');
@@ -321,7 +321,7 @@ describe('secrets: keys hashed at rest, partner keys never persisted or logged, 
 
   it('stores API keys only as hashes and partner keys, router tokens and refused credentials nowhere', async () => {
     // One router call, so a router token has been used for real too.
-    expect((await call(`${api.url}/v1/models/acme/flux-schnell`, jsonInit('POST', { prompt: 'a lighthouse' }, { authorization: `Bearer ${routerToken}` }))).status).toBe(200);
+    expect((await call(`${api.url}/v1/models/openai/gpt-image-1`, jsonInit('POST', { model: 'gpt-image-1', prompt: 'a lighthouse' }, { authorization: `Bearer ${routerToken}` }))).status).toBe(200);
     const hashes = (await stack.db.apiKey.findMany({ where: { accountId: account.id } })).map((k) => k.hash).sort();
     const expectedHashes = [account.key, secondKey, revokedKey].map((k) => createHash('sha256').update(k).digest('hex')).sort();
     const database = await dumpDatabase();

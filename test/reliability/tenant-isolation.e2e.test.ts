@@ -11,7 +11,7 @@ import type { RunningProcess } from '../support/processes.js';
 import { ReliabilityReport } from '../support/reliability.js';
 import { TEST_REDIS_URL } from '../support/env.js';
 import { TEST_ROUTER_SECRET, TEST_SIGNING_SECRET, TestStack } from '../support/stack.js';
-import { startPartners, type Partners } from '../router/fake-partners.js';
+import { startPartnerSim, type PartnerSim } from '../../apps/partner-sim/src/server.js';
 import { writeCatalog } from '../router/router-world.js';
 import { testPng } from '../v1/v1-world.js';
 import { dumpRoutes } from '../support/routes.js';
@@ -35,6 +35,10 @@ const NOT_TENANT_SCOPED: Record<string, string> = {
   'HEAD /readyz': 'readiness probe',
   'GET /metrics': 'Prometheus scrape; no account labels',
   'HEAD /metrics': 'Prometheus scrape; no account labels',
+  'GET /console': 'redirect to the tenant console page',
+  'HEAD /console': 'redirect to the tenant console page',
+  'GET /console/*': "the tenant console's static files; the page asks for a key and reads only through the public routes",
+  'HEAD /console/*': "the tenant console's static files",
   'GET /docs/*': 'the API reference page and its assets',
   'HEAD /docs/*': 'the API reference page and its assets',
   'GET /api/features': 'static server features',
@@ -128,7 +132,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
   let cloud: Cloud;
   let api: string;
   let deployApi: RunningProcess;
-  let partners: Partners;
+  let sim: PartnerSim;
   let redis: Redis;
   let routerEnv: Record<string, string>;
 
@@ -149,9 +153,11 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     idemKey: `a-key-${randomUUID()}`,
     idemJob: '',
     cursor: '',
+    assetCursor: '',
+    accountCursor: '',
     jobIds: [] as string[],
     routerKey: `a-router-${randomUUID()}`,
-    routerBody: { prompt: 'a red fox' },
+    routerBody: { model: 'gpt-image-1', prompt: 'a red fox' },
     routerResult: '',
     routerCursor: '',
     deployment: 'alice-app',
@@ -202,9 +208,9 @@ describe('tenant isolation: account B learns nothing of account A and changes no
   beforeAll(async () => {
     await stack.open();
     redis = new Redis(TEST_REDIS_URL);
-    partners = await startPartners();
+    sim = await startPartnerSim({ timeScale: 0.005 });
     const catalog = writeCatalog(stack.blobDir);
-    routerEnv = { ROUTER_CATALOG_FILE: catalog, ROUTER_UPSTREAM_BASE_URLS: partners.upstreamEnv };
+    routerEnv = { ROUTER_CATALOG_FILE: catalog, ...sim.routerEnv() };
     cloud = await startCloud(stack, { api: routerEnv });
     api = cloud.api.url;
     deployApi = await stack.startApi({ ...routerEnv, SURFACE: 'deployment', DEPLOYMENT_DOMAIN: 'deploy.test' });
@@ -250,6 +256,9 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     expect(idem.status).toBe(201);
     A.idemJob = idem.body.id;
     A.cursor = (await v2(a.key, '/api/v2/jobs?limit=1')).body.next_cursor;
+    A.assetCursor = (await v2(a.key, '/api/v2/assets?limit=1')).body.next_cursor;
+    await stack.accounts.addCredits(a.id, 1n);
+    A.accountCursor = (await v2(a.key, '/api/v2/account?limit=1')).body.charges.next_cursor;
 
     const running = await v2(a.key, '/api/v2/jobs', jsonInit('POST', { workflow: slowJob(300_000) }));
     A.running = running.body.id;
@@ -257,7 +266,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     const queued = await v2(a.key, '/api/v2/jobs', jsonInit('POST', { workflow: tinyImage(79), extra_data: { api_key_comfy_org: A.partnerKey } }));
     A.queued = queued.body.id;
 
-    const call1 = await router(A.token, '/v1/models/acme/flux-schnell', { method: 'POST', body: JSON.stringify(A.routerBody), headers: { 'idempotency-key': A.routerKey } });
+    const call1 = await router(A.token, '/v1/models/openai/gpt-image-1', { method: 'POST', body: JSON.stringify(A.routerBody), headers: { 'idempotency-key': A.routerKey } });
     expect(call1.status).toBe(200);
     A.routerResult = call1.text;
     A.routerCursor = (await router(A.token, '/v1/models?limit=1')).body.next_cursor;
@@ -276,7 +285,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
   afterAll(async () => {
     for (const s of Object.values(sockets)) s?.ws.terminate();
     redis?.disconnect();
-    await partners?.stop();
+    await sim?.stop();
     await stack.close();
   });
 
@@ -356,6 +365,47 @@ describe('tenant isolation: account B learns nothing of account A and changes no
             },
             status: 422,
           })),
+        ];
+      },
+    },
+    {
+      family: 'v2 asset list: contents, by kind, and A\'s page cursor',
+      routes: ['GET /api/v2/assets', 'HEAD /api/v2/assets'],
+      probes: () => [
+        same('GET /api/v2/assets (B vs a fresh account)', (who) => v2(who.key, '/api/v2/assets?limit=100')),
+        same('HEAD /api/v2/assets', (who) => v2(who.key, '/api/v2/assets', { method: 'HEAD' })),
+        same('GET /api/v2/assets?kind=output', (who) => v2(who.key, '/api/v2/assets?kind=output')),
+        ...read('/api/v2/assets?cursor=A\'s cursor', (c, m) => v2(B.key, `/api/v2/assets?cursor=${encodeURIComponent(c)}`, { method: m }), () => A.assetCursor, () => forge(A.assetCursor), 400),
+      ],
+    },
+    {
+      family: 'v2 account: balance, ledger, limits and usage are the caller\'s own; A\'s ledger cursor',
+      routes: ['GET /api/v2/account', 'HEAD /api/v2/account'],
+      probes: () => {
+        // B and C differ in their ids, names and times; what either could learn of A would show
+        // in the rest: the balance, the ledger's entries, the usage counts.
+        const accountView = async (who: typeof B) => {
+          const r = await v2(who.key, '/api/v2/account?limit=100');
+          const b = r.body;
+          return {
+            status: r.status,
+            ownId: b.id === who.id,
+            mentionsA: [A.account.id, ...A.jobIds].some((v) => r.text.includes(v)),
+            balance: b.credit_balance,
+            charges: b.charges.data.map((e: { amount: number; reason: string; ref: string | null }) => [e.amount, e.reason, e.ref]),
+            usage: { running: b.usage.running_jobs, queued: b.usage.queued_jobs },
+            limits: b.limits,
+            router: b.router,
+          };
+        };
+        const accountHead = async (who: typeof B) => {
+          const r = await v2(who.key, '/api/v2/account', { method: 'HEAD' });
+          return { status: r.status, contentType: r.headers.get('content-type'), body: r.text };
+        };
+        return [
+          { what: 'GET /api/v2/account (B vs a fresh account)', theirs: () => accountView(B), unknown: () => accountView(C), status: 200 },
+          { what: 'HEAD /api/v2/account (its length is that of the caller\'s own name and figures)', theirs: () => accountHead(B), unknown: () => accountHead(C), status: 200 },
+          ...read('/api/v2/account?cursor=A\'s ledger cursor', (c, m) => v2(B.key, `/api/v2/account?cursor=${encodeURIComponent(c)}`, { method: m }), () => A.accountCursor, () => forge(A.accountCursor), 400),
         ];
       },
     },
@@ -579,7 +629,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
         // Each keyed call by its own fresh B: a key B used once is B's own from then on.
         const callView = async (key: string, body: unknown) => {
           const b = await fresh('bob-keyed', true);
-          const r = await router(b.token, '/v1/models/acme/flux-schnell', { method: 'POST', body: JSON.stringify(body), headers: { 'idempotency-key': key } });
+          const r = await router(b.token, '/v1/models/openai/gpt-image-1', { method: 'POST', body: JSON.stringify(body), headers: { 'idempotency-key': key } });
           return {
             status: r.status,
             replayed: r.headers.get('idempotent-replayed'),
@@ -590,8 +640,8 @@ describe('tenant isolation: account B learns nothing of account A and changes no
           };
         };
         return [
-          { what: "POST /v1/models/acme/flux-schnell with A's key, A's body", theirs: () => callView(A.routerKey, A.routerBody), unknown: () => callView(`fresh-${randomUUID()}`, A.routerBody), status: 200 },
-          { what: "POST /v1/models/acme/flux-schnell with A's key, another body", theirs: () => callView(A.routerKey, { prompt: 'a blue whale' }), unknown: () => callView(`fresh-${randomUUID()}`, { prompt: 'a blue whale' }), status: 200 },
+          { what: "POST /v1/models/openai/gpt-image-1 with A's key, A's body", theirs: () => callView(A.routerKey, A.routerBody), unknown: () => callView(`fresh-${randomUUID()}`, A.routerBody), status: 200 },
+          { what: "POST /v1/models/openai/gpt-image-1 with A's key, another body", theirs: () => callView(A.routerKey, { model: 'gpt-image-1', prompt: 'a blue whale' }), unknown: () => callView(`fresh-${randomUUID()}`, { model: 'gpt-image-1', prompt: 'a blue whale' }), status: 200 },
           ...read("/v1/models?cursor=A's cursor", (c, m) => router(B.token, `/v1/models?cursor=${encodeURIComponent(c)}`, { method: m }), () => A.routerCursor, () => forge(A.routerCursor), 400),
         ];
       },
@@ -754,7 +804,7 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     const view = await v1(A.account.key, `/api/view?filename=${A.v1Name}&type=input`);
     const viewBytes = view.status === 302 ? Buffer.from(await (await fetch(view.headers.get('location')!)).arrayBuffer()) : null;
     const replay = await v2(A.account.key, '/api/v2/jobs', jsonInit('POST', { workflow: tinyImage(78) }, { 'idempotency-key': A.idemKey }));
-    const routerReplay = await router(A.token, '/v1/models/acme/flux-schnell', { method: 'POST', body: JSON.stringify(A.routerBody), headers: { 'idempotency-key': A.routerKey } });
+    const routerReplay = await router(A.token, '/v1/models/openai/gpt-image-1', { method: 'POST', body: JSON.stringify(A.routerBody), headers: { 'idempotency-key': A.routerKey } });
     const deployment = await call(`${deployApi.url}/deployment/${A.deployment}/workflow`, { headers: bearer(A.account.key) });
     const list = (await v2(A.account.key, '/api/v2/jobs?limit=100')).body.data.map((j: { id: string }) => j.id);
     const history = Object.keys((await v1(A.account.key, '/api/history')).body);

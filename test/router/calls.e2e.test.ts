@@ -5,20 +5,28 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { call, type Reply } from '../support/http.js';
 import { TEST_REDIS_URL } from '../support/env.js';
-import { NOVA_VALIDATION_BODY, TTS_BYTES } from './fake-partners.js';
+import { SIM_PROVIDERS } from '../../apps/partner-sim/src/server.js';
 import { RouterWorld, eventually, expectRequestId, expectRouterError, expectValidation, tinySchemaDocument, type Workspace } from './router-world.js';
 
 jest.setTimeout(60_000);
 
-// Router deadline 1.5 s. Provider deadlines: acme/sdxl-turbo 400 ms, every other model 5 s.
+// Router deadline 1.5 s. Provider deadlines: recraft/recraftv3 400 ms, every other model 5 s.
+// openai/gpt-image-1 (synchronous JSON) stands for the synchronous models, luma/ray-2 for the
+// submit-then-poll ones; this suite's catalog makes openai's policy refusals charged (`yes`), as
+// no shipped model's are, so both billing rules are exercised (providers.e2e covers the shipped ones).
 const DEADLINE_MS = 1_500;
+const IMAGE = 'openai/gpt-image-1';
+const img = (prompt: string, extra: Record<string, unknown> = {}) => ({ model: 'gpt-image-1', prompt, ...extra });
+const video = (prompt: string) => ({ model: 'ray-2', prompt, duration: '5s' });
 
 describe('router calls', () => {
   const world = new RouterWorld();
   let ws: Workspace;
 
   beforeAll(async () => {
-    await world.open({ ROUTER_DEADLINE_MS: String(DEADLINE_MS) }, (models) => models.map((m) => (m.id === 'acme/sdxl-turbo' ? { ...m, timeout_ms: 400 } : m)));
+    await world.open({ ROUTER_DEADLINE_MS: String(DEADLINE_MS) }, (models) =>
+      models.map((m) => (m.id === 'recraft/recraftv3' ? { ...m, timeout_ms: 400 } : m.id === IMAGE ? { ...m, charges_on_policy_rejection: 'yes' } : m)),
+    );
     ws = await world.workspace();
   });
   afterAll(() => world.close());
@@ -31,115 +39,125 @@ describe('router calls', () => {
 
   describe('pass the native JSON through unchanged', () => {
     it('synchronous JSON: the body reaches the partner byte for byte and the result comes back byte for byte', async () => {
-      const text = '{"prompt":"a lighthouse at dusk, \\u00e9t\\u00e9 ✨",  "seed": 10.0 ,"width":1024}';
+      const text = '{"model":"gpt-image-1","prompt":"a lighthouse at dusk, \\u00e9t\\u00e9 ✨",  "n": 1.0 ,"size":"1024x1024"}';
       const before = (await world.stack.db.account.findUniqueOrThrow({ where: { id: ws.id } })).creditBalance;
-      const reply = await world.post(ws.token, 'acme/flux-schnell', text);
+      const reply = await world.post(ws.token, IMAGE, text);
       expect(reply.status).toBe(200);
       expect(reply.headers.get('x-service-error-type')).toBeNull();
       expect(reply.headers.get('x-content-type-options')).toBe('nosniff');
       const id = expectRequestId(reply);
-      const received = world.partners.acme.posts('/v1/run/flux-schnell').at(-1)!;
+      const received = world.sim.requests('openai', { method: 'POST' }).at(-1)!;
       expect(received.body).toBe(text);
-      expect(reply.text).toMatch(/^\{"images":\[\{"url":"https:\/\/cdn\.acme\.example\/[0-9a-f-]+\.png","width":1024,"height":1024\}\],"timings":\{"inference":1\.50\},"received":/);
-      expect(reply.text.endsWith(`"received":${text}}`)).toBe(true);
+      expect(reply.text).toBe(received.answer!.body);
+      expect(reply.body.data[0].b64_json).toMatch(/^[A-Za-z0-9+/]+=*$/);
+      expect(reply.headers.get('x-service-credits-used')).toBe('17');
 
       const row = await record(id);
-      expect(row).toMatchObject({ accountId: ws.id, modelId: 'acme/flux-schnell', outcome: 'success', resultBucket: 'success', charged: true, costCents: 3, httpStatus: 200 });
+      expect(row).toMatchObject({ accountId: ws.id, modelId: IMAGE, outcome: 'success', resultBucket: 'success', charged: true, costCents: 17, httpStatus: 200 });
       expect(row.durationMs).toBeGreaterThanOrEqual(0);
       const ledger = await world.stack.db.creditLedgerEntry.findMany({ where: { ref: id } });
-      expect(ledger.map((l) => [l.reason, l.amount])).toEqual([['router_call', -3n]]);
+      expect(ledger.map((l) => [l.reason, l.amount])).toEqual([['router_call', -17n]]);
       const after = (await world.stack.db.account.findUniqueOrThrow({ where: { id: ws.id } })).creditBalance;
-      expect(before - after).toBe(3n);
+      expect(before - after).toBe(17n);
     });
 
     it('takes a +json media type as JSON, after authentication like any call', async () => {
-      const text = '{"prompt":"a lighthouse",  "seed": 3}';
+      const text = '{"model":"gpt-image-1","prompt":"a lighthouse",  "n": 1}';
       const send = (headers: Record<string, string>) =>
-        call(`${world.api.url}/v1/models/acme/flux-schnell`, { method: 'POST', headers: { 'content-type': 'application/vnd.api+json; charset=utf-8', ...headers }, body: text });
+        call(`${world.api.url}/v1/models/${IMAGE}`, { method: 'POST', headers: { 'content-type': 'application/vnd.api+json; charset=utf-8', ...headers }, body: text });
       expectRouterError(await send({}), 401, 'unauthorized');
       const reply = await send({ authorization: `Bearer ${ws.token}` });
       expect(reply.status).toBe(200);
-      expect(world.partners.acme.posts('/v1/run/flux-schnell').at(-1)!.body).toBe(text);
+      expect(world.sim.requests('openai', { method: 'POST' }).at(-1)!.body).toBe(text);
       expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'success', charged: true });
     });
 
     it("returns a partner's binary answer with its own media type", async () => {
-      const res = await fetch(`${world.api.url}/v1/models/acme/tts-mini`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ text: 'hello there', voice: 'ember' }),
-      });
+      const speak = (format: string) =>
+        fetch(`${world.api.url}/v1/models/elevenlabs/eleven_v3`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ voice_id: 'JBFqnCBsd6RMkjVDRZzb', model_id: 'eleven_v3', text: 'hello there', output_format: format }),
+        });
+      const res = await speak('mp3_44100_128');
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('audio/mpeg');
-      expect(Buffer.from(await res.arrayBuffer()).equals(TTS_BYTES)).toBe(true);
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      const audio = Buffer.from(await res.arrayBuffer());
+      expect(audio.length).toBe(2048);
+      expect(audio.subarray(0, 4)).toEqual(Buffer.from([0xff, 0xfb, 0x90, 0x64]));
+      const pcm = await speak('pcm_16000');
+      expect(pcm.headers.get('content-type')).toBe('audio/pcm');
     });
 
     it('submit-then-poll: holds the connection, polls, and returns the finished generation as the partner wrote it', async () => {
-      const reply = await world.post(ws.token, 'lumen/video-gen-2', { prompt: 'a slow pan over hills [[slow:200]]', duration_seconds: 5 });
+      const reply = await world.post(ws.token, 'luma/ray-2', video('a slow pan over hills [[slow:200]]'));
       expect(reply.status).toBe(200);
-      expect(reply.body.status).toBe('succeeded');
-      expect(reply.body.output.video_url).toBe(`https://cdn.lumen.example/${reply.body.id}.mp4`);
-      const polls = world.partners.lumen.received.filter((r) => r.method === 'GET' && r.path.endsWith(reply.body.id));
+      expect(reply.body.state).toBe('completed');
+      expect(reply.body.assets.video).toMatch(new RegExp(`^${world.api.url}/blobs/[0-9a-f]{64}\\?`));
+      const polls = world.sim.requests('luma', { method: 'GET' }).filter((r) => r.path.endsWith(reply.body.id));
       expect(polls.length).toBeGreaterThan(1);
       const row = await record(expectRequestId(reply));
-      expect(row).toMatchObject({ outcome: 'success', charged: true, costCents: 40, providerHandle: reply.body.id });
+      expect(row).toMatchObject({ outcome: 'success', charged: true, costCents: 200, providerHandle: reply.body.id });
     });
 
-    it('validating partner: success passes through', async () => {
-      const reply = await world.post(ws.token, 'nova/image-edit', { image_url: 'https://img.example/cat.png', prompt: 'make it blue', strength: 0.5 });
+    it('a partner that validates with FastAPI 422s: success passes through', async () => {
+      const reply = await world.post(ws.token, 'bfl/flux-pro-1.1', { prompt: 'make it blue', width: 512, height: 512 });
       expect(reply.status).toBe(200);
-      expect(reply.body.model).toBe('image-edit');
+      expect(reply.body.status).toBe('Ready');
     });
   });
 
   describe('invalid_input', () => {
     it('checks the body against the model schema: 422 with loc, msg, type, ctx and input', async () => {
-      const posted = world.partners.acme.received.length;
-      const reply = await world.post(ws.token, 'acme/flux-schnell', { prompt: '', width: 100, num_inference_steps: 9, output_format: 'gif', extra: true });
+      const posted = world.sim.received.length;
+      const reply = await world.post(ws.token, 'bfl/flux-pro-1.1', { prompt: 'x', width: 100, safety_tolerance: 9, output_format: 'gif', extra: true });
       const entries = expectValidation(reply, 'invalid_input');
       const byType = Object.fromEntries(entries.map((e) => [`${e.loc.join('.')}:${e.type}`, e]));
-      expect(byType['body.prompt:string_too_short']).toEqual({ loc: ['body', 'prompt'], msg: expect.any(String), type: 'string_too_short', ctx: { min_length: 1 }, input: '' });
       expect(byType['body.width:greater_than_equal']).toMatchObject({ ctx: { ge: 256 }, input: 100 });
-      expect(byType['body.num_inference_steps:less_than_equal']).toMatchObject({ ctx: { le: 8 }, input: 9 });
+      expect(byType['body.width:multiple_of']).toMatchObject({ ctx: { multiple_of: 32 }, input: 100 });
+      expect(byType['body.safety_tolerance:less_than_equal']).toMatchObject({ ctx: { le: 6 }, input: 9 });
       expect(byType['body.output_format:enum']).toMatchObject({ input: 'gif' });
       expect(byType['body.extra:extra_forbidden']).toMatchObject({ input: true });
-      const missing = expectValidation(await world.post(ws.token, 'nova/image-edit', { prompt: 'x', image_url: 'not a url' }), 'invalid_input');
-      expect(missing).toEqual(expect.arrayContaining([expect.objectContaining({ loc: ['body', 'image_url'], type: 'value_error', ctx: { format: 'uri' } })]));
-      const required = expectValidation(await world.post(ws.token, 'nova/image-edit', {}), 'invalid_input');
-      expect(required.map((e) => `${e.loc.join('.')}:${e.type}`).sort()).toEqual(['body.image_url:missing', 'body.prompt:missing']);
-      const notObject = expectValidation(await world.post(ws.token, 'acme/flux-schnell', '[1,2]'), 'invalid_input');
+      const short = expectValidation(await world.post(ws.token, IMAGE, img('')), 'invalid_input');
+      expect(short).toEqual([{ loc: ['body', 'prompt'], msg: expect.any(String), type: 'string_too_short', ctx: { min_length: 1 }, input: '' }]);
+      const format = expectValidation(await world.post(ws.token, 'recraft/recraftv3', { prompt: 'x', style_id: 'not a uuid' }), 'invalid_input');
+      expect(format).toEqual(expect.arrayContaining([expect.objectContaining({ loc: ['body', 'style_id'], type: 'value_error', ctx: { format: 'uuid' } })]));
+      const required = expectValidation(await world.post(ws.token, IMAGE, {}), 'invalid_input');
+      expect(required.map((e) => `${e.loc.join('.')}:${e.type}`).sort()).toEqual(['body.model:missing', 'body.prompt:missing']);
+      const notObject = expectValidation(await world.post(ws.token, IMAGE, '[1,2]'), 'invalid_input');
       expect(notObject[0]).toMatchObject({ loc: ['body'], type: 'dict_type', input: [1, 2] });
-      expect(world.partners.acme.received.length).toBe(posted);
+      expect(world.sim.received.length).toBe(posted);
       const row = await record(expectRequestId(reply));
       expect(row).toMatchObject({ outcome: 'invalid_input', charged: false, httpStatus: 422 });
     });
 
     it('a JSON body of null is input the schema refuses, like any other JSON that is not an object', async () => {
-      const posted = world.partners.acme.received.length;
+      const posted = world.sim.requests('openai').length;
       for (const [text, input] of [
         ['null', null],
         ['5', 5],
         ['"str"', 'str'],
         ['[]', []],
       ] as const) {
-        const reply = await world.post(ws.token, 'acme/flux-schnell', text);
+        const reply = await world.post(ws.token, IMAGE, text);
         expect(expectValidation(reply, 'invalid_input')).toEqual([{ loc: ['body'], msg: expect.any(String), type: 'dict_type', input }]);
         expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'invalid_input', httpStatus: 422, charged: false });
       }
-      expect(world.partners.acme.received.length).toBe(posted);
+      expect(world.sim.requests('openai').length).toBe(posted);
     });
 
     it('refuses malformed bodies and keys with 400', async () => {
-      expectRouterError(await world.post(ws.token, 'acme/flux-schnell', '{"prompt": "x"'), 400, 'invalid_input');
-      expectRouterError(await world.post(ws.token, 'acme/flux-schnell', ''), 400, 'invalid_input');
-      const noBody = await call(`${world.api.url}/v1/models/acme/flux-schnell`, { method: 'POST', headers: { authorization: `Bearer ${ws.token}` } });
+      expectRouterError(await world.post(ws.token, IMAGE, '{"prompt": "x"'), 400, 'invalid_input');
+      expectRouterError(await world.post(ws.token, IMAGE, ''), 400, 'invalid_input');
+      const noBody = await call(`${world.api.url}/v1/models/${IMAGE}`, { method: 'POST', headers: { authorization: `Bearer ${ws.token}` } });
       expectRouterError(noBody, 400, 'invalid_input');
-      const text = await call(`${world.api.url}/v1/models/acme/flux-schnell`, { method: 'POST', headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'text/plain' }, body: '{"prompt":"x"}' });
+      const text = await call(`${world.api.url}/v1/models/${IMAGE}`, { method: 'POST', headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'text/plain' }, body: '{"prompt":"x"}' });
       expectRouterError(text, 400, 'invalid_input');
-      const form = await call(`${world.api.url}/v1/models/acme/flux-schnell`, { method: 'POST', headers: { authorization: `Bearer ${ws.token}` }, body: new URLSearchParams({ prompt: 'x' }) });
+      const form = await call(`${world.api.url}/v1/models/${IMAGE}`, { method: 'POST', headers: { authorization: `Bearer ${ws.token}` }, body: new URLSearchParams({ prompt: 'x' }) });
       expect(form.headers.get('x-service-error-type')).toBe('invalid_input');
       expect(form.body.error_type).toBe('invalid_input');
-      expectRouterError(await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x' }, { 'idempotency-key': 'k'.repeat(256) }), 400, 'invalid_input');
+      expectRouterError(await world.post(ws.token, IMAGE, img('x'), { 'idempotency-key': 'k'.repeat(256) }), 400, 'invalid_input');
     });
 
     it('answers a body that is not JSON only after authentication, and records it', async () => {
@@ -147,7 +165,7 @@ describe('router calls', () => {
       const tooDeep = `{"prompt": ${'['.repeat(300)}${']'.repeat(300)}}`;
       const poisoned = '{"prompt": "x", "__proto__": {"admin": true}}';
       const post = (headers: Record<string, string>, body: string) =>
-        call(`${world.api.url}/v1/models/acme/flux-schnell`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+        call(`${world.api.url}/v1/models/${IMAGE}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
 
       // Whatever the body, a caller without a usable credential hears only that.
       const off = await world.workspace({ routerEnabled: false });
@@ -158,27 +176,27 @@ describe('router calls', () => {
       }
 
       // An authenticated caller gets invalid_input, and the call has its usage and audit record.
-      const posted = world.partners.acme.received.length;
+      const posted = world.sim.requests('openai').length;
       for (const body of [malformed, tooDeep, poisoned]) {
         const reply = await post({ authorization: `Bearer ${ws.token}`, 'idempotency-key': `unparsed-${body.length}` }, body);
         expectRouterError(reply, 400, 'invalid_input');
         const row = await record(expectRequestId(reply));
-        expect(row).toMatchObject({ accountId: ws.id, modelId: 'acme/flux-schnell', outcome: 'invalid_input', httpStatus: 400, charged: false, idempotencyKey: null });
+        expect(row).toMatchObject({ accountId: ws.id, modelId: IMAGE, outcome: 'invalid_input', httpStatus: 400, charged: false, idempotencyKey: null });
         expect(row.durationMs).toBeGreaterThanOrEqual(0);
         expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: row.id } })).toBe(0);
       }
-      expect(world.partners.acme.received.length).toBe(posted);
+      expect(world.sim.requests('openai').length).toBe(posted);
     });
 
     it('answers a body of another type, or of none, only after authentication, and records it', async () => {
       const send = (headers: Record<string, string>, body: string | Uint8Array) =>
-        call(`${world.api.url}/v1/models/acme/flux-schnell`, { method: 'POST', headers, body });
+        call(`${world.api.url}/v1/models/${IMAGE}`, { method: 'POST', headers, body });
       const xml = { 'content-type': 'application/xml' };
       expectRouterError(await send(xml, '<prompt>x</prompt>'), 401, 'unauthorized');
       // A Uint8Array goes without any content type.
       expectRouterError(await send({}, new TextEncoder().encode('{"prompt": "x"}')), 401, 'unauthorized');
 
-      const posted = world.partners.acme.received.length;
+      const posted = world.sim.requests('openai').length;
       const auth = { authorization: `Bearer ${ws.token}` };
       const bodies: [Record<string, string>, string | Uint8Array][] = [
         [{ ...auth, ...xml }, '<prompt>x</prompt>'],
@@ -190,60 +208,58 @@ describe('router calls', () => {
         expectRouterError(reply, 400, 'invalid_input');
         expect(await record(expectRequestId(reply))).toMatchObject({ accountId: ws.id, outcome: 'invalid_input', charged: false });
       }
-      expect(world.partners.acme.received.length).toBe(posted);
+      expect(world.sim.requests('openai').length).toBe(posted);
     });
 
     it("passes a partner's own validation errors through unchanged, unknown types included", async () => {
-      const before = world.partners.nova.received.length;
-      const reply = await world.post(ws.token, 'nova/image-edit', { image_url: 'https://img.example/tiny.png', prompt: 'x [[invalid]]' });
+      const before = world.sim.requests('bfl').length;
+      const reply = await world.post(ws.token, 'bfl/flux-pro-1.1', { prompt: 'x [[invalid]]', width: 1024 });
       expectValidation(reply, 'invalid_input');
-      expect(reply.text).toBe(NOVA_VALIDATION_BODY);
-      expect(reply.body.detail.map((d: { type: string }) => d.type)).toEqual(['image_too_small', 'unsupported_language_v9']);
-      expect(world.partners.nova.received.length).toBe(before + 1);
+      expect(reply.text).toBe(world.sim.requests('bfl').at(-1)!.answer!.body);
+      expect(reply.body.detail.map((d: { type: string }) => d.type)).toEqual(['multiple_of', 'prompt_unsupported_glyphs']);
+      expect(world.sim.requests('bfl').length).toBe(before + 1);
       expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'invalid_input', charged: false });
     });
   });
 
   describe('content_policy_violation', () => {
     it('is a 422 whose only bucket is the header; charged as each model states', async () => {
-      const charged = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'forbidden [[refuse]]' });
-      expect(expectValidation(charged, 'content_policy_violation')[0]).toMatchObject({ loc: ['body'], type: 'content_policy_violation' });
-      expect(await record(expectRequestId(charged))).toMatchObject({ outcome: 'content_policy_violation', charged: true, costCents: 3 });
+      const charged = await world.post(ws.token, IMAGE, img('forbidden [[refuse]]'));
+      expect(expectValidation(charged, 'content_policy_violation')[0]).toMatchObject({ loc: ['body'], type: 'moderation_blocked' });
+      expect(await record(expectRequestId(charged))).toMatchObject({ outcome: 'content_policy_violation', charged: true, costCents: 17 });
 
-      const free = await world.post(ws.token, 'acme/sdxl-turbo', { prompt: 'forbidden [[refuse]]' });
+      const free = await world.post(ws.token, 'recraft/recraftv3', { prompt: 'forbidden [[refuse]]' });
       expectValidation(free, 'content_policy_violation');
       expect(await record(expectRequestId(free))).toMatchObject({ outcome: 'content_policy_violation', charged: false });
       const models = (await world.get(ws.token, '/v1/models?limit=100')).body.data;
-      expect(models.find((m: { id: string }) => m.id === 'acme/flux-schnell').billing.charges_on_policy_rejection).toBe('yes');
-      expect(models.find((m: { id: string }) => m.id === 'acme/sdxl-turbo').billing.charges_on_policy_rejection).toBe('no');
+      expect(models.find((m: { id: string }) => m.id === IMAGE).billing.charges_on_policy_rejection).toBe('yes');
+      expect(models.find((m: { id: string }) => m.id === 'recraft/recraftv3').billing.charges_on_policy_rejection).toBe('no');
       expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: expectRequestId(free) } })).toBe(0);
     });
 
     it('is recognised in every partner style', async () => {
-      const nova = await world.post(ws.token, 'nova/image-edit', { image_url: 'https://img.example/a.png', prompt: 'x [[refuse]]' });
-      expectValidation(nova, 'content_policy_violation');
-      expect(nova.text).toBe('{"detail":[{"loc":["body","prompt"],"msg":"The prompt violates the content policy","type":"content_policy_violation"}]}');
-      const lumen = await world.post(ws.token, 'lumen/video-gen-2', { prompt: 'x [[refuse]]' });
-      expect(expectValidation(lumen, 'content_policy_violation')[0]).toMatchObject({ type: 'moderation', msg: 'The prompt was flagged' });
+      const bfl = await world.post(ws.token, 'bfl/flux-pro-1.1', { prompt: 'x [[refuse]]' });
+      expect(bfl.text).toBe('{"detail":[{"loc":["body"],"msg":"Moderated: Derivative Works Filter","type":"Request Moderated"}]}');
+      const luma = await world.post(ws.token, 'luma/ray-2', video('x [[refuse-output]]'));
+      expect(expectValidation(luma, 'content_policy_violation')[0]).toMatchObject({ type: 'generation_failed_moderation', msg: 'Generation failed because the output did not pass moderation' });
     });
   });
 
   describe('provider_error', () => {
     it.each([
-      ['acme/flux-schnell', { prompt: 'x [[fail]]' }, /GPU worker crashed/],
-      ['acme/flux-schnell', { prompt: 'x [[garbage]]' }, /cannot interpret/],
-      ['acme/flux-schnell', { prompt: 'x [[empty]]' }, /empty/],
+      [IMAGE, img('x [[fail]]'), /server had an error/],
+      [IMAGE, img('x [[garbage]]'), /cannot interpret/],
+      [IMAGE, img('x [[empty]]'), /empty/],
       // A JSON model's schema document declares only JSON results: an HTML page is no result.
-      ['acme/flux-schnell', { prompt: 'x [[html]]' }, /cannot interpret/],
+      [IMAGE, img('x [[html]]'), /cannot interpret/],
       // An audio model's schema declares audio results: a JSON document is no result either.
-      ['acme/tts-mini', { text: 'x [[json]]', voice: 'ember' }, /cannot interpret/],
+      ['elevenlabs/eleven_v3', { voice_id: 'JBFqnCBsd6RMkjVDRZzb', model_id: 'eleven_v3', text: 'x [[json]]' }, /cannot interpret/],
       // The partner refusing the router's own credentials: the caller learns nothing of them.
-      ['acme/flux-schnell', { prompt: 'x [[denied]]' }, /^(?!.*(sk-live|SECRET)).*refused the router's credentials/],
-      ['nova/image-edit', { image_url: 'https://img.example/a.png', prompt: 'x [[html]]' }, /cannot interpret/],
-      ['nova/image-edit', { image_url: 'https://img.example/a.png', prompt: 'x [[bad422]]' }, /cannot interpret/],
-      ['lumen/video-gen-2', { prompt: 'x [[fail]]' }, /render farm/],
-      ['lumen/video-gen-2', { prompt: 'x [[garbage]]' }, /cannot interpret/],
-      ['lumen/video-gen-2', { prompt: 'x [[weird]]' }, /cannot interpret/],
+      [IMAGE, img('x [[denied]]'), /^(?!.*(sim-openai-key|Incorrect)).*refused the router's credentials/],
+      ['bfl/flux-pro-1.1', { prompt: 'x [[html]]' }, /cannot interpret/],
+      ['luma/ray-2', video('x [[fail]]'), /Internal error while dreaming/],
+      ['luma/ray-2', video('x [[garbage]]'), /cannot interpret/],
+      ['luma/ray-2', video('x [[weird]]'), /cannot interpret/],
     ])('%s %j answers 502 provider_error', async (model, body, detail) => {
       const reply = await world.post(ws.token, model, body);
       expectRouterError(reply, 502, 'provider_error');
@@ -255,17 +271,17 @@ describe('router calls', () => {
   describe('timeouts', () => {
     it('provider_timeout: the provider missed its own deadline (or its gateway said so)', async () => {
       const started = Date.now();
-      const slow = await world.post(ws.token, 'acme/sdxl-turbo', { prompt: 'x [[slow:1200]]' });
+      const slow = await world.post(ws.token, 'recraft/recraftv3', { prompt: 'x [[slow:1200]]' });
       expectRouterError(slow, 504, 'provider_timeout');
       expect(Date.now() - started).toBeLessThan(1_100);
       expect(slow.headers.get('retry-after')).toBeNull();
-      expectRouterError(await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x [[gw504]]' }), 504, 'provider_timeout');
+      expectRouterError(await world.post(ws.token, IMAGE, img('x [[gw504]]')), 504, 'provider_timeout');
       expect(await record(expectRequestId(slow))).toMatchObject({ outcome: 'provider_timeout', charged: false });
     });
 
     it('deadline_exceeded: the router stops holding the connection; a generation that completes later is still billed', async () => {
       const started = Date.now();
-      const reply = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x [[slow:2500]]' });
+      const reply = await world.post(ws.token, IMAGE, img('x [[slow:2500]]'));
       const waited = Date.now() - started;
       expectRouterError(reply, 504, 'deadline_exceeded');
       expect(waited).toBeGreaterThanOrEqual(DEADLINE_MS - 50);
@@ -281,10 +297,10 @@ describe('router calls', () => {
 
   describe('service_unavailable', () => {
     it('a provider that is overloaded or unreachable', async () => {
-      expectRouterError(await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x [[busy]]' }), 503, 'service_unavailable');
-      expectRouterError(await world.post(ws.token, 'lumen/video-gen-2', { prompt: 'x [[busy]]' }), 503, 'service_unavailable');
-      const api = await world.stack.startApi({ ROUTER_CATALOG_FILE: world.catalogFile, ROUTER_UPSTREAM_BASE_URLS: 'acme=http://127.0.0.1:9,lumen=http://127.0.0.1:9,nova=http://127.0.0.1:9' });
-      const reply = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'x' }, {}, api);
+      expectRouterError(await world.post(ws.token, IMAGE, img('x [[busy]]')), 503, 'service_unavailable');
+      expectRouterError(await world.post(ws.token, 'luma/ray-2', video('x [[busy]]')), 503, 'service_unavailable');
+      const api = await world.startApi({ ROUTER_UPSTREAM_BASE_URLS: SIM_PROVIDERS.map((p) => `${p}=http://127.0.0.1:9`).join(',') });
+      const reply = await world.post(ws.token, IMAGE, img('x'), {}, api);
       expectRouterError(reply, 503, 'service_unavailable');
       expect(await record(expectRequestId(reply))).toMatchObject({ outcome: 'service_unavailable', charged: false });
       await api.stop();
@@ -295,11 +311,11 @@ describe('router calls', () => {
       const api = await world.startApi({ REDIS_URL: redis.url });
       // Its own workspace: a holding of a replica cut from Redis only ends with its lease.
       const cut = await world.workspace();
-      expect((await world.post(cut.token, 'acme/flux-schnell', { prompt: 'x' }, {}, api)).status).toBe(200);
+      expect((await world.post(cut.token, IMAGE, img('x'), {}, api)).status).toBe(200);
       await redis.cut();
       // What the replica holds already (after one call: a share of the window for one more) still
       // admits; Redis counts it. Past it, nothing is dispatched that Redis has not decided.
-      const replies = await Promise.all(Array.from({ length: 5 }, (_, i) => world.post(cut.token, 'acme/flux-schnell', { prompt: `cut #${i}` }, {}, api)));
+      const replies = await Promise.all(Array.from({ length: 5 }, (_, i) => world.post(cut.token, IMAGE, img(`cut #${i}`), {}, api)));
       const refused = replies.filter((r) => r.status !== 200);
       expect(replies.length - refused.length).toBeLessThanOrEqual(1);
       expect(refused.length).toBeGreaterThanOrEqual(4);
@@ -317,7 +333,7 @@ describe('router calls', () => {
       const inflight = `${world.stack.redisPrefix}:router:{${held.id}}:inflight`;
       const direct = new Redis(TEST_REDIS_URL);
       try {
-        const pending = world.post(held.token, 'acme/flux-schnell', { prompt: 'x [[slow:600]]' }, {}, api);
+        const pending = world.post(held.token, IMAGE, img('x [[slow:600]]'), {}, api);
         await eventually(async () => ((await direct.zcard(inflight)) === 1 ? true : null));
         await redis.cut();
         expect((await pending).status).toBe(200);
@@ -338,10 +354,10 @@ describe('router calls', () => {
 
   it('insufficient_credits: 402 before anything is dispatched', async () => {
     const poor = await world.workspace({}, 0n);
-    const before = world.partners.acme.received.length;
-    const reply = await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' });
+    const before = world.sim.requests('openai').length;
+    const reply = await world.post(poor.token, IMAGE, img('x'));
     expectRouterError(reply, 402, 'insufficient_credits');
-    expect(world.partners.acme.received.length).toBe(before);
+    expect(world.sim.requests('openai').length).toBe(before);
     expect(await record(expectRequestId(reply))).toMatchObject({ accountId: poor.id, outcome: 'insufficient_credits', charged: false });
   });
 
@@ -349,59 +365,59 @@ describe('router calls', () => {
     const balance = async (id: string) => (await world.stack.db.account.findUniqueOrThrow({ where: { id } })).creditBalance;
 
     it('sequential calls on one API stop with 402 as soon as the balance cannot pay another, also once the cache reloads', async () => {
-      // 5 credits, 3 per call: the second call must be refused, not the fifth.
-      const poor = await world.workspace({}, 5n);
-      const before = world.partners.acme.posts('/v1/run/flux-schnell').length;
-      expect((await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' })).status).toBe(200);
-      expectRouterError(await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' }), 402, 'insufficient_credits');
+      // 20 credits, 17 per call: the second call must be refused, not the fifth.
+      const poor = await world.workspace({}, 20n);
+      const before = world.sim.requests('openai', { method: 'POST' }).length;
+      expect((await world.post(poor.token, IMAGE, img('x'))).status).toBe(200);
+      expectRouterError(await world.post(poor.token, IMAGE, img('x')), 402, 'insufficient_credits');
       // Past the account cache's freshness: served stale once, then reloaded from the database.
       await sleep(2_500);
-      expectRouterError(await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' }), 402, 'insufficient_credits');
+      expectRouterError(await world.post(poor.token, IMAGE, img('x')), 402, 'insufficient_credits');
       await sleep(300);
-      expectRouterError(await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' }), 402, 'insufficient_credits');
-      expect(world.partners.acme.posts('/v1/run/flux-schnell').length - before).toBe(1);
-      expect(await eventually(async () => ((await balance(poor.id)) === 2n ? true : null))).toBe(true);
+      expectRouterError(await world.post(poor.token, IMAGE, img('x')), 402, 'insufficient_credits');
+      expect(world.sim.requests('openai', { method: 'POST' }).length - before).toBe(1);
+      expect(await eventually(async () => ((await balance(poor.id)) === 3n ? true : null))).toBe(true);
     });
 
     it('a cache reload does not bring back a balance from before a charge the batch has not written yet', async () => {
-      const poor = await world.workspace({}, 5n);
+      const poor = await world.workspace({}, 20n);
       const db = world.stack.db;
       // The database refuses this workspace's usage records (and so its charges) until the trigger goes.
       await db.$executeRawUnsafe("CREATE FUNCTION refuse_usage() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'test: usage may not be written yet'; END $$");
       await db.$executeRawUnsafe(`CREATE TRIGGER refuse_usage BEFORE INSERT ON router_calls FOR EACH ROW WHEN (NEW.account_id = '${poor.id}') EXECUTE FUNCTION refuse_usage()`);
       let first: Awaited<ReturnType<typeof world.post>>;
       try {
-        first = await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' });
+        first = await world.post(poor.token, IMAGE, img('x'));
         expect(first.status).toBe(200);
-        expectRouterError(await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' }), 402, 'insufficient_credits');
+        expectRouterError(await world.post(poor.token, IMAGE, img('x')), 402, 'insufficient_credits');
         await sleep(2_500);
-        // Starts a reload, which reads 5 credits: the charge is not in the database yet.
-        expectRouterError(await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' }), 402, 'insufficient_credits');
+        // Starts a reload, which reads 20 credits: the charge is not in the database yet.
+        expectRouterError(await world.post(poor.token, IMAGE, img('x')), 402, 'insufficient_credits');
         await sleep(300);
-        expect(await balance(poor.id)).toBe(5n);
-        expectRouterError(await world.post(poor.token, 'acme/flux-schnell', { prompt: 'x' }), 402, 'insufficient_credits');
+        expect(await balance(poor.id)).toBe(20n);
+        expectRouterError(await world.post(poor.token, IMAGE, img('x')), 402, 'insufficient_credits');
       } finally {
         await db.$executeRawUnsafe('DROP TRIGGER refuse_usage ON router_calls');
         await db.$executeRawUnsafe('DROP FUNCTION refuse_usage()');
       }
       expect(await record(expectRequestId(first))).toMatchObject({ outcome: 'success', charged: true });
-      expect(await eventually(async () => ((await balance(poor.id)) === 2n ? true : null))).toBe(true);
+      expect(await eventually(async () => ((await balance(poor.id)) === 3n ? true : null))).toBe(true);
     });
   });
 
   it('model_not_found on a call, with suggestions, recorded', async () => {
-    const reply = await world.post(ws.token, 'nova/image-edits', { prompt: 'x' });
+    const reply = await world.post(ws.token, 'bfl/flux-pro-1.11', { prompt: 'x' });
     expectRouterError(reply, 404, 'model_not_found');
-    expect(reply.body.detail).toContain('nova/image-edit');
-    expect(await record(expectRequestId(reply))).toMatchObject({ modelId: 'nova/image-edits', outcome: 'model_not_found' });
+    expect(reply.body.detail).toContain('bfl/flux-pro-1.1');
+    expect(await record(expectRequestId(reply))).toMatchObject({ modelId: 'bfl/flux-pro-1.11', outcome: 'model_not_found' });
   });
 
   it('unauthorized, not_enabled and forbidden on a call', async () => {
-    expectRouterError(await world.post('nope', 'acme/flux-schnell', { prompt: 'x' }), 401, 'unauthorized');
+    expectRouterError(await world.post('nope', IMAGE, img('x')), 401, 'unauthorized');
     const off = await world.workspace({ routerEnabled: false });
-    expectRouterError(await world.post(off.token, 'acme/flux-schnell', { prompt: 'x' }), 403, 'not_enabled');
-    const narrow = await world.workspace({ routerEntitlements: ['lumen/*'] });
-    const reply = await world.post(narrow.token, 'acme/flux-schnell', { prompt: 'x' });
+    expectRouterError(await world.post(off.token, IMAGE, img('x')), 403, 'not_enabled');
+    const narrow = await world.workspace({ routerEntitlements: ['luma/*'] });
+    const reply = await world.post(narrow.token, IMAGE, img('x'));
     expectRouterError(reply, 403, 'forbidden');
     expect(await record(expectRequestId(reply))).toMatchObject({ accountId: narrow.id, outcome: 'forbidden' });
   });
@@ -413,10 +429,10 @@ describe('router calls', () => {
       [off, 'not_enabled'],
       [inactive, 'forbidden'],
     ] as const) {
-      const reply = await world.post(refused.token, 'acme/flux-schnell', { prompt: 'x' });
+      const reply = await world.post(refused.token, IMAGE, img('x'));
       expectRouterError(reply, 403, bucket);
       const row = await record(expectRequestId(reply));
-      expect(row).toMatchObject({ accountId: refused.id, modelId: 'acme/flux-schnell', outcome: bucket, httpStatus: 403, charged: false, costCents: 0 });
+      expect(row).toMatchObject({ accountId: refused.id, modelId: IMAGE, outcome: bucket, httpStatus: 403, charged: false, costCents: 0 });
       expect(row.durationMs).toBeGreaterThanOrEqual(0);
     }
     // Reading the catalog is not a call: nothing is recorded for it.
@@ -427,12 +443,12 @@ describe('router calls', () => {
 
   it('client_disconnected: recorded, not delivered; the finished generation is billed', async () => {
     const aborter = new AbortController();
-    const sent = world.post(ws.token, 'acme/flux-schnell', { prompt: 'walk away [[slow:600]]' }, {}, world.api, aborter.signal);
-    await eventually(async () => world.partners.acme.received.some((r) => r.body.includes('walk away')));
+    const sent = world.post(ws.token, IMAGE, img('walk away [[slow:600]]'), {}, world.api, aborter.signal);
+    await eventually(async () => world.sim.requests('openai').some((r) => r.body.includes('walk away')));
     aborter.abort();
     await expect(sent).rejects.toThrow();
     const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: ws.id, outcome: 'client_disconnected' } }));
-    expect(row).toMatchObject({ modelId: 'acme/flux-schnell', resultBucket: 'success', charged: true, httpStatus: 499 });
+    expect(row).toMatchObject({ modelId: IMAGE, resultBucket: 'success', charged: true, httpStatus: 499 });
   });
 
   it('client_disconnected before the handler runs: nothing is dispatched, the call is recorded', async () => {
@@ -448,11 +464,11 @@ describe('router calls', () => {
     try {
       await lock.query('BEGIN');
       await lock.query('LOCK TABLE accounts IN ACCESS EXCLUSIVE MODE');
-      const body = JSON.stringify({ prompt: 'left before the handler' });
+      const body = JSON.stringify(img('left before the handler'));
       const closed = new Promise((resolve) => socket.once('close', resolve));
       socket.on('error', () => undefined);
       socket.write(
-        `POST /v1/models/acme/flux-schnell HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${leaving.token}\r\n` +
+        `POST /v1/models/${IMAGE} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${leaving.token}\r\n` +
           `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       );
       // Read on another connection: inside its transaction, the lock's own would see one snapshot.
@@ -468,8 +484,8 @@ describe('router calls', () => {
       await lock.end();
     }
     const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: leaving.id } }));
-    expect(row).toMatchObject({ modelId: 'acme/flux-schnell', outcome: 'client_disconnected', httpStatus: 499, resultBucket: null, charged: false });
-    expect(world.partners.acme.received.filter((r) => r.body.includes('left before the handler'))).toHaveLength(0);
+    expect(row).toMatchObject({ modelId: IMAGE, outcome: 'client_disconnected', httpStatus: 499, resultBucket: null, charged: false });
+    expect(world.sim.requests('openai').filter((r) => r.body.includes('left before the handler'))).toHaveLength(0);
     expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: row.id } })).toBe(0);
   });
 
@@ -481,17 +497,17 @@ describe('router calls', () => {
       socket.on('error', () => undefined);
       await new Promise((resolve) => socket.once('connect', resolve));
       socket.write(
-        `POST /v1/models/acme/flux-schnell HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n` +
+        `POST /v1/models/${IMAGE} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n` +
           `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 100)}`,
       );
       await sleep(200);
       socket.destroy();
     }
     const row = await eventually(() => world.stack.db.routerCall.findFirst({ where: { accountId: cut.id } }));
-    expect(row).toMatchObject({ modelId: 'acme/flux-schnell', outcome: 'client_disconnected', httpStatus: 499, resultBucket: null, charged: false, state: 'completed' });
-    expect(world.partners.acme.received.filter((r) => r.body.includes('cut off mid-body'))).toHaveLength(0);
+    expect(row).toMatchObject({ modelId: IMAGE, outcome: 'client_disconnected', httpStatus: 499, resultBucket: null, charged: false, state: 'completed' });
+    expect(world.sim.requests('openai').filter((r) => r.body.includes('cut off mid-body'))).toHaveLength(0);
     // A whole call afterwards is one more record, not a second one for the cut call.
-    expect((await world.post(cut.token, 'acme/flux-schnell', { prompt: 'whole' })).status).toBe(200);
+    expect((await world.post(cut.token, IMAGE, img('whole'))).status).toBe(200);
     await eventually(async () => (await world.stack.db.routerCall.count({ where: { accountId: cut.id, state: 'completed' } })) === 2);
     await sleep(300);
     expect(await world.stack.db.routerCall.count({ where: { accountId: cut.id } })).toBe(2);
@@ -503,9 +519,9 @@ describe('router calls', () => {
     const db = world.stack.db;
     await db.$executeRawUnsafe("CREATE FUNCTION refuse_store() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'test: this result may not be stored yet'; END $$");
     await db.$executeRawUnsafe(`CREATE TRIGGER refuse_store BEFORE UPDATE ON router_calls FOR EACH ROW WHEN (OLD.idempotency_key = '${key}' AND NEW.state = 'completed') EXECUTE FUNCTION refuse_store()`);
-    const body = { prompt: 'store retry' };
+    const body = img('store retry');
     const from = world.api.output.length;
-    const sent = world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': key });
+    const sent = world.post(ws.token, IMAGE, body, { 'idempotency-key': key });
     try {
       // The API says it failed and will retry; from then on the database takes the write again.
       await eventually(async () => world.api.output.slice(from).some((line) => line.includes('not stored yet')));
@@ -519,11 +535,11 @@ describe('router calls', () => {
     expect(await db.routerCall.findUnique({ where: { id } })).toMatchObject({ state: 'completed', resultBucket: 'success', charged: true, idempotencyKey: key });
     expect(await db.creditLedgerEntry.count({ where: { ref: id } })).toBe(1);
 
-    const retry = await world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': key });
+    const retry = await world.post(ws.token, IMAGE, body, { 'idempotency-key': key });
     expect(retry.status).toBe(200);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
     expect(retry.text).toBe(first.text);
-    expect(world.partners.acme.posts('/v1/run/flux-schnell').filter((r) => r.body.includes('store retry'))).toHaveLength(1);
+    expect(world.sim.requests('openai', { method: 'POST' }).filter((r) => r.body.includes('store retry'))).toHaveLength(1);
   });
 
   it('keeps usage records while the database refuses them, however long, and dispatches nothing meanwhile', async () => {
@@ -537,9 +553,9 @@ describe('router calls', () => {
     let first: Reply;
     let refused: Reply;
     try {
-      first = await world.post(cut.token, 'acme/flux-schnell', { prompt: 'unrecorded [[slow:200]]' });
+      first = await world.post(cut.token, IMAGE, img('unrecorded [[slow:200]]'));
       await eventually(async () => tries() > 0);
-      refused = await world.post(cut.token, 'acme/flux-schnell', { prompt: 'not now' });
+      refused = await world.post(cut.token, IMAGE, img('not now'));
       // More tries than the writer made before it gave up.
       await eventually(async () => tries() >= 7, 20_000);
     } finally {
@@ -549,7 +565,7 @@ describe('router calls', () => {
     expect(first.status).toBe(200);
     expectRouterError(refused, 503, 'service_unavailable');
     expect(refused.headers.get('retry-after')).toBe('1');
-    expect(world.partners.acme.posts('/v1/run/flux-schnell').filter((r) => r.body.includes('not now'))).toHaveLength(0);
+    expect(world.sim.requests('openai', { method: 'POST' }).filter((r) => r.body.includes('not now'))).toHaveLength(0);
     const firstId = expectRequestId(first);
     const written = await eventually(async () => {
       const row = await db.routerCall.findUnique({ where: { id: firstId } });
@@ -559,22 +575,22 @@ describe('router calls', () => {
     expect(await db.creditLedgerEntry.count({ where: { ref: firstId } })).toBe(1);
     expect(await eventually(() => db.routerCall.findUnique({ where: { id: expectRequestId(refused) } }))).toMatchObject({ outcome: 'service_unavailable', charged: false });
     // Written again: calls dispatch again.
-    expect((await world.post(cut.token, 'acme/flux-schnell', { prompt: 'recorded again' })).status).toBe(200);
+    expect((await world.post(cut.token, IMAGE, img('recorded again'))).status).toBe(200);
   }, 40_000);
 
   it('a keyed duplicate gets the failure of the generation it waited on, on either replica; a later retry dispatches anew', async () => {
     const other = await world.startApi({ ROUTER_DEADLINE_MS: String(DEADLINE_MS) });
     try {
       const key = 'fails-while-waited-on';
-      const body = { prompt: 'doomed [[slow:1000]] [[fail]]' };
-      const posts = () => world.partners.acme.posts('/v1/run/flux-schnell').filter((r) => r.body.includes('doomed'));
-      const first = world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': key });
+      const body = img('doomed [[slow:1000]] [[fail]]');
+      const posts = () => world.sim.requests('openai', { method: 'POST' }).filter((r) => r.body.includes('doomed'));
+      const first = world.post(ws.token, IMAGE, body, { 'idempotency-key': key });
       await eventually(async () => posts().length === 1);
       // Both arrive while the generation runs: one on the replica running it, one on another.
       const [original, sameReplica, otherReplica] = await Promise.all([
         first,
-        world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': key }),
-        world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': key }, other),
+        world.post(ws.token, IMAGE, body, { 'idempotency-key': key }),
+        world.post(ws.token, IMAGE, body, { 'idempotency-key': key }, other),
       ]);
       expectRouterError(original, 502, 'provider_error');
       expect(original.headers.get('idempotent-replayed')).toBeNull();
@@ -595,7 +611,7 @@ describe('router calls', () => {
       ]);
 
       // The failure is not kept for replay: a retry after it dispatches again, whichever replica it reaches.
-      const retry = await world.post(ws.token, 'acme/flux-schnell', body, { 'idempotency-key': key }, other);
+      const retry = await world.post(ws.token, IMAGE, body, { 'idempotency-key': key }, other);
       expectRouterError(retry, 502, 'provider_error');
       expect(retry.headers.get('idempotent-replayed')).toBeNull();
       expect(posts()).toHaveLength(2);
@@ -606,21 +622,21 @@ describe('router calls', () => {
 
   it('a stopping API waits for the generation of a caller it already answered, then records and bills it', async () => {
     const api = await world.startApi({ ROUTER_DEADLINE_MS: '300' });
-    const reply = await world.post(ws.token, 'acme/flux-schnell', { prompt: 'answered, still running [[slow:1500]]' }, {}, api);
+    const reply = await world.post(ws.token, IMAGE, img('answered, still running [[slow:1500]]'), {}, api);
     expectRouterError(reply, 504, 'deadline_exceeded');
     const id = expectRequestId(reply);
     // SIGTERM while the provider still works on the generation; resolves once the process exited.
     await api.stop();
-    expect(world.partners.acme.received.filter((r) => r.body.includes('answered, still running'))).toHaveLength(1);
+    expect(world.sim.requests('openai').filter((r) => r.body.includes('answered, still running'))).toHaveLength(1);
     expect(await world.stack.db.routerCall.findUnique({ where: { id } })).toMatchObject({ outcome: 'deadline_exceeded', resultBucket: 'success', charged: true });
     expect(await world.stack.db.creditLedgerEntry.count({ where: { ref: id } })).toBe(1);
   });
 
   it('internal_error: a failure inside the router is a 500 in the router shape, never a stack', async () => {
     // A catalog row the router has no adapter for (as if written by a newer release).
-    const id = 'acme/legacy-model';
+    const id = 'openai/legacy-model';
     await world.stack.db.routerModel.create({
-      data: { id, provider: 'acme', model: 'legacy-model', adapterKind: 'carrier-pigeon', upstreamUrl: `${world.partners.acme.url}/v1/run/x`, inputSchema: {}, inputSchemaText: tinySchemaDocument(id), priceCents: 1, chargesOnPolicyRejection: 'no' },
+      data: { id, provider: 'openai', model: 'legacy-model', adapterKind: 'carrier-pigeon', upstreamUrl: `${world.sim.url}/openai/v1/x`, inputSchema: {}, inputSchemaText: tinySchemaDocument(id), priceCents: 1, chargesOnPolicyRejection: 'no' },
     });
     const reply = await eventually(async () => {
       const r = await world.post(ws.token, id, { prompt: 'x' });
@@ -644,7 +660,7 @@ describe('router calls', () => {
       });
     const big = `X-Big: ${'a'.repeat(20_000)}\r\n`;
     const auth = `Authorization: Bearer ${ws.token}\r\n`;
-    for (const head of [`POST /v1/models/acme/flux-schnell HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 2\r\n${big}\r\n{}`, `GET /v1/models HTTP/1.1\r\nHost: x\r\n${big}\r\n`]) {
+    for (const head of [`POST /v1/models/${IMAGE} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 2\r\n${big}\r\n{}`, `GET /v1/models HTTP/1.1\r\nHost: x\r\n${big}\r\n`]) {
       const text = await exchange(head);
       const [rawHead = '', body = ''] = text.split('\r\n\r\n');
       expect(rawHead).toMatch(/^HTTP\/1\.1 431 /);
@@ -661,12 +677,12 @@ describe('router calls', () => {
   });
 
   it('every response carries a fresh X-Service-Request-Id that names its usage record', async () => {
-    const replies = await Promise.all([1, 2, 3].map(() => world.post(ws.token, 'nova/whisper-large', { audio_url: 'https://audio.example/a.wav', language: 'en' })));
+    const replies = await Promise.all([1, 2, 3].map(() => world.post(ws.token, 'recraft/recraftv3', { prompt: 'a map of the harbour' })));
     const ids = replies.map(expectRequestId);
     expect(new Set(ids).size).toBe(3);
-    for (const id of ids) expect(await record(id)).toMatchObject({ accountId: ws.id, modelId: 'nova/whisper-large', outcome: 'success' });
+    for (const id of ids) expect(await record(id)).toMatchObject({ accountId: ws.id, modelId: 'recraft/recraftv3', outcome: 'success' });
     // A client-supplied request id is not taken as the router's id.
-    const own = await world.post(ws.token, 'nova/whisper-large', { audio_url: 'https://audio.example/a.wav' }, { 'x-request-id': 'mine-123' });
+    const own = await world.post(ws.token, 'recraft/recraftv3', { prompt: 'a map of the harbour' }, { 'x-request-id': 'mine-123' });
     expect(expectRequestId(own)).not.toBe('mine-123');
   });
 

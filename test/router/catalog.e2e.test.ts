@@ -5,9 +5,8 @@ import { jest } from '@jest/globals';
 import { SignJWT } from 'jose';
 import { mintRouterToken } from '#libs/auth';
 import { call } from '../support/http.js';
-import { ROOT } from '../support/processes.js';
 import { TEST_ROUTER_SECRET } from '../support/stack.js';
-import { RouterWorld, expectRequestId, expectRouterError, shippedModels, tinySchemaDocument, type Workspace } from './router-world.js';
+import { CATALOG_DIR, RouterWorld, expectRequestId, expectRouterError, shippedModels, tinySchemaDocument, type Workspace } from './router-world.js';
 
 jest.setTimeout(60_000);
 
@@ -61,10 +60,10 @@ describe('router catalog', () => {
       const declared = shipped.find((m) => m.id === entry.id)!;
       expect(entry.billing).toEqual({ charges_on_policy_rejection: declared.charges_on_policy_rejection });
     }
-    const stored = await world.stack.db.routerModel.findUnique({ where: { id: 'lumen/video-gen-2' } });
-    expect(stored).toMatchObject({ adapterKind: 'submit-poll', priceCents: 40, chargesOnPolicyRejection: 'yes' });
-    expect(stored!.upstreamUrl).toBe(`${world.partners.lumen.url}/v2/models/video-gen-2/generations`);
-    expect(stored!.inputSchemaText).toBe(readFileSync(path.join(ROOT, 'router/schemas/lumen-video-gen-2.json'), 'utf8'));
+    const stored = await world.stack.db.routerModel.findUnique({ where: { id: 'luma/ray-2' } });
+    expect(stored).toMatchObject({ adapterKind: 'luma', priceCents: 200, chargesOnPolicyRejection: 'no' });
+    expect(stored!.upstreamUrl).toBe(`${world.sim.url}/luma/dream-machine/v1/generations`);
+    expect(stored!.inputSchemaText).toBe(readFileSync(path.join(CATALOG_DIR, 'schemas/luma-ray-2.json'), 'utf8'));
   });
 
   it('applies the page size rules: default 20, clamped to 100, zero or negative is the default', async () => {
@@ -72,8 +71,8 @@ describe('router catalog', () => {
     for (const [query, expected] of cases) {
       const reply = await world.get(all.token, `/v1/models${query}`);
       expect(`${query} -> ${reply.status} ${reply.body.limit}`).toBe(`${query} -> 200 ${expected}`);
-      expect(reply.body.data.length).toBe(Math.min(expected, 7));
-      expect(reply.body.has_more).toBe(expected < 7);
+      expect(reply.body.data.length).toBe(Math.min(expected, shippedModels().length));
+      expect(reply.body.has_more).toBe(expected < shippedModels().length);
     }
     expectRouterError(await world.get(all.token, '/v1/models?limit=abc'), 400, 'invalid_input');
     expectRouterError(await world.get(all.token, '/v1/models?limit=2.5'), 400, 'invalid_input');
@@ -130,23 +129,23 @@ describe('router catalog', () => {
   });
 
   it('reads one model; unknown and malformed ids answer 404 model_not_found with suggestions', async () => {
-    const reply = await world.get(all.token, '/v1/models/acme/flux-schnell');
+    const reply = await world.get(all.token, '/v1/models/bfl/flux-pro-1.1');
     expect(reply.status).toBe(200);
     expectRequestId(reply);
-    expect(reply.body).toEqual({ id: 'acme/flux-schnell', provider: 'acme', model: 'flux-schnell', billing: { charges_on_policy_rejection: 'yes' } });
+    expect(reply.body).toEqual({ id: 'bfl/flux-pro-1.1', provider: 'bfl', model: 'flux-pro-1.1', billing: { charges_on_policy_rejection: 'unknown' } });
 
-    const typo = await world.get(all.token, '/v1/models/acme/flux-schnel');
+    const typo = await world.get(all.token, '/v1/models/bfl/flux-pro-11');
     expectRouterError(typo, 404, 'model_not_found');
-    expect(typo.body.detail).toContain('acme/flux-schnell');
-    const suggested = typo.body.detail.match(/[a-z0-9._-]+\/[a-z0-9._-]+/g).filter((s: string) => s !== 'acme/flux-schnel');
+    expect(typo.body.detail).toContain('bfl/flux-pro-1.1');
+    const suggested = typo.body.detail.match(/[a-z0-9._-]+\/[a-z0-9._-]+/g).filter((s: string) => s !== 'bfl/flux-pro-11');
     expect(suggested.length).toBeGreaterThan(0);
     expect(suggested.length).toBeLessThanOrEqual(3);
 
-    for (const p of ['/v1/models/Acme/flux-schnell', '/v1/models/acme/FLUX', `/v1/models/${'a'.repeat(65)}/x`, `/v1/models/acme/${'m'.repeat(129)}`, '/v1/models/acme/flux..schnell', '/v1/models/unknown/model', '/v1/models/acme/flux-schnell/extra/segment']) {
+    for (const p of ['/v1/models/BFL/flux-pro-1.1', '/v1/models/bfl/FLUX', `/v1/models/${'a'.repeat(65)}/x`, `/v1/models/bfl/${'m'.repeat(129)}`, '/v1/models/bfl/flux..pro', '/v1/models/unknown/model', '/v1/models/bfl/flux-pro-1.1/extra/segment']) {
       expectRouterError(await world.get(all.token, p), 404, 'model_not_found');
     }
-    const upper = await world.get(all.token, '/v1/models/Acme/flux-schnell');
-    expect(upper.body.detail).toContain('acme/flux-schnell');
+    const upper = await world.get(all.token, '/v1/models/BFL/flux-pro-1.1');
+    expect(upper.body.detail).toContain('bfl/flux-pro-1.1');
     // Segments at the contract's maximum lengths are valid ids; they just name nothing.
     const longest = await world.get(all.token, `/v1/models/${'p'.repeat(64)}/${'m'.repeat(128)}`);
     expectRouterError(longest, 404, 'model_not_found');
@@ -154,30 +153,30 @@ describe('router catalog', () => {
 
   it('answers a malformed percent-encoding in a router path in the router shape, with its request id', async () => {
     // Fastify refuses these before any route or hook runs (its frameworkErrors).
-    for (const p of ['/v1/models/acme/%zz', '/v1/models/%E0%A4%A/flux-schnell', '/v1/models/acme/flux-schnell%/openapi.json']) {
+    for (const p of ['/v1/models/bfl/%zz', '/v1/models/%E0%A4%A/flux-pro-1.1', '/v1/models/bfl/flux-pro-1.1%/openapi.json']) {
       expectRouterError(await world.get(all.token, p), 400, 'invalid_input');
     }
-    const call = await world.post(all.token, 'acme/%zz', { prompt: 'x' });
+    const call = await world.post(all.token, 'bfl/%zz', { prompt: 'x' });
     expectRouterError(call, 400, 'invalid_input');
   });
 
   it('points at the schema document with an https input_schema_url when served over https', async () => {
     const api = await world.startApi({ PUBLIC_URL: 'https://router.example.test' });
-    const reply = await world.get(all.token, '/v1/models/nova/image-edit', {}, api);
-    expect(reply.body.input_schema_url).toBe('https://router.example.test/v1/models/nova/image-edit/openapi.json');
+    const reply = await world.get(all.token, '/v1/models/luma/ray-2', {}, api);
+    expect(reply.body.input_schema_url).toBe('https://router.example.test/v1/models/luma/ray-2/openapi.json');
     // Behind plain http the contract's https-only pointer is left out.
-    expect((await world.get(all.token, '/v1/models/nova/image-edit')).body.input_schema_url).toBeUndefined();
+    expect((await world.get(all.token, '/v1/models/luma/ray-2')).body.input_schema_url).toBeUndefined();
     await api.stop();
   });
 
   it('serves each schema document with a strong ETag, private revalidation and 304 on a match', async () => {
-    const url = '/v1/models/acme/flux-schnell/openapi.json';
+    const url = '/v1/models/bfl/flux-pro-1.1/openapi.json';
     const first = await world.get(all.token, url);
     expect(first.status).toBe(200);
     expectRequestId(first);
-    expect(first.text).toBe(readFileSync(path.join(ROOT, 'router/schemas/acme-flux-schnell.json'), 'utf8'));
+    expect(first.text).toBe(readFileSync(path.join(CATALOG_DIR, 'schemas/bfl-flux-pro-1.1.json'), 'utf8'));
     expect(first.body.openapi).toMatch(/^3\.1/);
-    expect(first.body.paths['/v1/models/acme/flux-schnell'].post.requestBody.content['application/json'].schema).toBeDefined();
+    expect(first.body.paths['/v1/models/bfl/flux-pro-1.1'].post.requestBody.content['application/json'].schema).toBeDefined();
     const etag = first.headers.get('etag')!;
     expect(etag).toMatch(/^"[^"]+"$/);
     expect(first.headers.get('cache-control')).toBe('private, must-revalidate');
@@ -195,14 +194,14 @@ describe('router catalog', () => {
       expect(`${inm}: ${miss.status}`).toBe(`${inm}: 200`);
       expect(miss.text).toBe(first.text);
     }
-    const other = await world.get(all.token, '/v1/models/nova/image-edit/openapi.json');
+    const other = await world.get(all.token, '/v1/models/luma/ray-2/openapi.json');
     expect(other.headers.get('etag')).not.toBe(etag);
-    expectRouterError(await world.get(all.token, '/v1/models/acme/nothing/openapi.json'), 404, 'model_not_found');
+    expectRouterError(await world.get(all.token, '/v1/models/bfl/nothing/openapi.json'), 404, 'model_not_found');
     expectRouterError(await world.get(null, url), 401, 'unauthorized');
   });
 
   it('answers a method no route serves with 405 and Allow, after the token is checked', async () => {
-    const paths = ['/v1/models', '/v1/models/acme/flux-schnell', '/v1/models/acme/flux-schnell/openapi.json', '/v1/models/acme/nothing'];
+    const paths = ['/v1/models', '/v1/models/bfl/flux-pro-1.1', '/v1/models/bfl/flux-pro-1.1/openapi.json', '/v1/models/bfl/nothing'];
     for (const method of ['PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
       for (const route of paths) {
         const anonymous = await call(`${world.api.url}${route}`, { method });
@@ -222,19 +221,19 @@ describe('router catalog', () => {
   });
 
   it('shows a workspace only the models it is entitled to', async () => {
-    const narrow = await world.workspace({ routerEntitlements: ['nova/*', 'acme/tts-mini'] });
+    const narrow = await world.workspace({ routerEntitlements: ['bfl/*', 'elevenlabs/eleven_v3'] });
     const listed = (await world.get(narrow.token, '/v1/models?limit=100')).body.data.map((m: { id: string }) => m.id);
-    expect(listed.sort()).toEqual(['acme/tts-mini', 'nova/image-edit', 'nova/whisper-large']);
-    expectRouterError(await world.get(narrow.token, '/v1/models/acme/flux-schnell'), 403, 'forbidden');
-    expectRouterError(await world.get(narrow.token, '/v1/models/acme/flux-schnell/openapi.json'), 403, 'forbidden');
-    expectRouterError(await world.post(narrow.token, 'acme/flux-schnell', { prompt: 'x' }), 403, 'forbidden');
-    const typo = await world.get(narrow.token, '/v1/models/acme/flux-schnel');
+    expect(listed.sort()).toEqual(['bfl/flux-pro-1.1', 'bfl/flux-pro-1.1-ultra', 'elevenlabs/eleven_v3']);
+    expectRouterError(await world.get(narrow.token, '/v1/models/openai/gpt-image-1'), 403, 'forbidden');
+    expectRouterError(await world.get(narrow.token, '/v1/models/openai/gpt-image-1/openapi.json'), 403, 'forbidden');
+    expectRouterError(await world.post(narrow.token, 'openai/gpt-image-1', { model: 'gpt-image-1', prompt: 'x' }), 403, 'forbidden');
+    const typo = await world.get(narrow.token, '/v1/models/openai/gpt-image-2');
     expectRouterError(typo, 404, 'model_not_found');
-    for (const hidden of ['acme/flux-schnell', 'acme/sdxl-turbo', 'lumen/video-gen-2', 'lumen/upscale-4x']) expect(typo.body.detail).not.toContain(hidden);
-    expect(typo.body.detail).toMatch(/acme\/tts-mini|nova\//);
+    for (const hidden of ['openai/gpt-image-1', 'recraft/recraftv3', 'luma/ray-2', 'kling/kling-v2-5-turbo']) expect(typo.body.detail).not.toContain(hidden);
+    expect(typo.body.detail).toMatch(/elevenlabs\/eleven_v3|bfl\//);
   });
 
-  it('authenticates with HS256 and RS256 tokens; refuses missing, forged and expired ones; not_enabled', async () => {
+  it('authenticates with HS256 and RS256 tokens; refuses missing, forged, expired, exp-less and too long-lived ones; not_enabled', async () => {
     for (const headers of [{}, { authorization: 'Bearer' }, { authorization: 'Basic abc' }, { authorization: 'Bearer not-a-jwt' }] as Record<string, string>[]) {
       expectRouterError(await world.get(null, '/v1/models', headers), 401, 'unauthorized');
     }
@@ -242,12 +241,21 @@ describe('router catalog', () => {
     expectRouterError(await world.get(forged, '/v1/models'), 401, 'unauthorized');
     const expired = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(all.id).setIssuedAt(1_700_000_000).setExpirationTime(1_700_000_100).sign(new TextEncoder().encode(TEST_ROUTER_SECRET));
     expectRouterError(await world.get(expired, '/v1/models'), 401, 'unauthorized');
+    // A token without exp would work for ever; one living past the maximum lifetime (30 days by default) is refused too.
+    const forever = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(all.id).setIssuedAt().sign(new TextEncoder().encode(TEST_ROUTER_SECRET));
+    expectRouterError(await world.get(forever, '/v1/models'), 401, 'unauthorized');
+    const tooLong = await mintRouterToken(TEST_ROUTER_SECRET, all.id, 31 * 24 * 3600);
+    expectRouterError(await world.get(tooLong, '/v1/models'), 401, 'unauthorized');
+    const shorter = await world.startApi({ ROUTER_TOKEN_MAX_LIFETIME_SECONDS: '3600' });
+    expectRouterError(await world.get(all.token, '/v1/models', {}, shorter), 401, 'unauthorized');
+    expect((await world.get(await mintRouterToken(TEST_ROUTER_SECRET, all.id, 3600), '/v1/models', {}, shorter)).status).toBe(200);
+    await shorter.stop();
     const nobody = await mintRouterToken(TEST_ROUTER_SECRET, '00000000-0000-4000-8000-000000000000');
     expectRouterError(await world.get(nobody, '/v1/models'), 401, 'unauthorized');
 
     const off = await world.workspace({ routerEnabled: false });
     expectRouterError(await world.get(off.token, '/v1/models'), 403, 'not_enabled');
-    expectRouterError(await world.post(off.token, 'acme/flux-schnell', { prompt: 'x' }), 403, 'not_enabled');
+    expectRouterError(await world.post(off.token, 'bfl/flux-pro-1.1', { prompt: 'x' }), 403, 'not_enabled');
 
     const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
@@ -267,23 +275,23 @@ describe('router catalog file', () => {
     await world.open();
     const ws = await world.workspace();
     expect((await world.get(ws.token, '/v1/models?limit=100')).body.data).toHaveLength(shippedModels().length);
-    await world.api.stop();
+    await world.stopApi();
     const { writeCatalog } = await import('./router-world.js');
     world.catalogFile = writeCatalog(world.stack.blobDir, (models) =>
-      models.filter((m) => m.id !== 'acme/sdxl-turbo').map((m) => (m.id === 'nova/image-edit' ? { ...m, price_cents: 9, charges_on_policy_rejection: 'no' } : m)),
+      models.filter((m) => m.id !== 'recraft/recraftv3').map((m) => (m.id === 'luma/ray-2' ? { ...m, price_cents: 9, charges_on_policy_rejection: 'yes' } : m)),
     );
     world.api = await world.startApi();
     const ids = (await world.get(ws.token, '/v1/models?limit=100')).body.data.map((m: { id: string }) => m.id);
-    expect(ids).not.toContain('acme/sdxl-turbo');
+    expect(ids).not.toContain('recraft/recraftv3');
     expect(ids).toHaveLength(shippedModels().length - 1);
-    expect(await world.stack.db.routerModel.findUnique({ where: { id: 'acme/sdxl-turbo' } })).toBeNull();
-    expect(await world.stack.db.routerModel.findUnique({ where: { id: 'nova/image-edit' } })).toMatchObject({ priceCents: 9, chargesOnPolicyRejection: 'no' });
-    expectRouterError(await world.get(ws.token, '/v1/models/acme/sdxl-turbo'), 404, 'model_not_found');
+    expect(await world.stack.db.routerModel.findUnique({ where: { id: 'recraft/recraftv3' } })).toBeNull();
+    expect(await world.stack.db.routerModel.findUnique({ where: { id: 'luma/ray-2' } })).toMatchObject({ priceCents: 9, chargesOnPolicyRejection: 'yes' });
+    expectRouterError(await world.get(ws.token, '/v1/models/recraft/recraftv3'), 404, 'model_not_found');
   });
 
   it('refuses to start on an invalid catalog, naming the problem', async () => {
     const { writeCatalog } = await import('./router-world.js');
     world.catalogFile = writeCatalog(world.stack.blobDir, (models) => [...models, { ...models[0]!, id: 'Bad/ID' }]);
-    await expect(world.startApi()).rejects.toThrow(/Bad\/ID|models\.7\.id/);
+    await expect(world.startApi()).rejects.toThrow(/Bad\/ID|models\.13\.id/);
   });
 });

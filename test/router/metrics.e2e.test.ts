@@ -12,12 +12,12 @@ describe('router metrics', () => {
   afterAll(() => world.close());
 
   it('counts calls by model and bucket, times them, and returns in-flight spend to zero', async () => {
-    expect((await world.post(ws.token, 'acme/flux-schnell', { prompt: 'a cat' })).status).toBe(200);
-    const rejected = await world.post(ws.token, 'acme/flux-schnell', { prompt: 42 });
+    expect((await world.post(ws.token, 'openai/gpt-image-1', { model: 'gpt-image-1', prompt: 'a cat' })).status).toBe(200);
+    const rejected = await world.post(ws.token, 'openai/gpt-image-1', { model: 'gpt-image-1', prompt: 42 });
     expect(rejected.status).toBeGreaterThanOrEqual(400);
     const text = (await call(`${world.api.url}/metrics`)).text;
-    expect(text).toMatch(/router_calls_total\{[^}]*model="acme\/flux-schnell"[^}]*bucket="success"[^}]*\} 1/);
-    expect(text).toMatch(/router_call_duration_seconds_count\{[^}]*model="acme\/flux-schnell"[^}]*\} [1-9]/);
+    expect(text).toMatch(/router_calls_total\{[^}]*model="openai\/gpt-image-1"[^}]*bucket="success"[^}]*\} 1/);
+    expect(text).toMatch(/router_call_duration_seconds_count\{[^}]*model="openai\/gpt-image-1"[^}]*\} [1-9]/);
     expect(text).toMatch(/^router_inflight_spend_cents 0$/m);
   });
 });

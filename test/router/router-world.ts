@@ -5,15 +5,20 @@ import type { AccountLimitsPatch } from '#libs/accounts';
 import { call, type Reply } from '../support/http.js';
 import { ROOT, type RunningProcess } from '../support/processes.js';
 import { TEST_ROUTER_SECRET, TestStack } from '../support/stack.js';
-import { startPartners, type Partners } from './fake-partners.js';
+import { startPartnerSim, type PartnerSim } from '../../apps/partner-sim/src/server.js';
 
-// One router test world: a TestStack (own database and Redis prefix), the three fake partners,
+// One router test world: a TestStack (own database and Redis prefix), the partner simulator
+// (every provider of the catalog, on loopback, generations 200 times faster than the real ones),
 // and a catalog for tests derived from the shipped one (same models and schema documents, shorter
 // provider deadlines and poll intervals so timeouts can be provoked in a test's time).
 
-export const SHIPPED_CATALOG = path.join(ROOT, 'router', 'catalog.json');
+/** Generations in tests take this share of their real time (a 60 s video: 300 ms). */
+export const TEST_TIME_SCALE = 0.005;
 
-interface CatalogFileEntry {
+export const CATALOG_DIR = path.join(ROOT, 'apps/api/src/router/catalog/data');
+export const SHIPPED_CATALOG = path.join(CATALOG_DIR, 'catalog.json');
+
+export interface CatalogFileEntry {
   id: string;
   input_schema: string;
   timeout_ms?: number;
@@ -31,7 +36,7 @@ export function writeCatalog(dir: string, change: (models: CatalogFileEntry[]) =
   const models = change(
     shippedModels().map((m) => ({
       ...m,
-      input_schema: path.join(ROOT, 'router', m.input_schema),
+      input_schema: path.join(CATALOG_DIR, m.input_schema),
       timeout_ms: 5_000,
       ...(m.poll_interval_ms !== undefined ? { poll_interval_ms: 20 } : {}),
     })),
@@ -47,22 +52,31 @@ export interface Workspace {
 }
 
 export class RouterWorld {
-  readonly stack = new TestStack();
-  partners!: Partners;
+  readonly stack: TestStack;
+  sim!: PartnerSim;
   api!: RunningProcess;
   catalogFile = '';
 
+  constructor(storage: 'local' | 's3' = 'local') {
+    this.stack = new TestStack(storage);
+  }
+
   async open(env: Record<string, string> = {}, change?: (models: CatalogFileEntry[]) => CatalogFileEntry[]): Promise<this> {
     await this.stack.open();
-    this.partners = await startPartners();
+    this.sim = await startPartnerSim({ timeScale: TEST_TIME_SCALE });
     this.catalogFile = writeCatalog(this.stack.blobDir, change);
     this.api = await this.startApi(env);
     return this;
   }
 
-  /** Another API process of this world (same database, Redis prefix and partners). */
+  /** Another API process of this world (same database, Redis prefix and simulator). */
   startApi(env: Record<string, string> = {}): Promise<RunningProcess> {
-    return this.stack.startApi({ ROUTER_CATALOG_FILE: this.catalogFile, ROUTER_UPSTREAM_BASE_URLS: this.partners.upstreamEnv, ...env });
+    return this.stack.startApi({ ROUTER_CATALOG_FILE: this.catalogFile, ...this.sim.routerEnv(), ...env });
+  }
+
+  /** Price of a model of the shipped catalog, in cents (= credits). */
+  price(model: string): bigint {
+    return BigInt(shippedModels().find((m) => m.id === model)!.price_cents as number);
   }
 
   async workspace(settings: AccountLimitsPatch = {}, credits = 1_000_000n): Promise<Workspace> {
@@ -91,9 +105,21 @@ export class RouterWorld {
     return call(`${api.url}${pathAndQuery}`, { headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } });
   }
 
+  /** Closes the world; an API that died on its own meanwhile fails the suite with its last words. */
   async close(): Promise<void> {
-    await this.partners?.stop();
+    const died = this.api && (this.api.child.exitCode !== null || this.api.child.signalCode !== null) && !this.stoppedOnPurpose.has(this.api);
+    const lastWords = died ? this.api.output.slice(-30).join('\n') : '';
+    await this.sim?.stop();
     await this.stack.close();
+    if (died) throw new Error(`the API process died during the suite:\n${lastWords}`);
+  }
+
+  private readonly stoppedOnPurpose = new Set<RunningProcess>();
+
+  /** Stops this world's main API on purpose (a test replacing it). */
+  async stopApi(): Promise<void> {
+    this.stoppedOnPurpose.add(this.api);
+    await this.api.stop();
   }
 }
 

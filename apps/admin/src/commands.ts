@@ -44,8 +44,8 @@ function wholeNumber(value: string, name: string): bigint {
   return n;
 }
 
-function boundedInt(value: string, name: string, min: number): number {
-  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > INT_MAX) throw new InputError(`--${name} must be a whole number from ${min} to ${INT_MAX}`);
+function boundedInt(value: string, name: string, min: number, max = INT_MAX): number {
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw new InputError(`--${name} must be a whole number from ${min} to ${max}`);
   return Number(value);
 }
 
@@ -220,12 +220,13 @@ export const commands: Command[] = [
   {
     group: 'router',
     action: 'token',
-    summary: '--account ID [--ttl SECONDS]: mints a router JWT (HS256, ROUTER_JWT_SECRET)',
+    summary: '--account ID [--ttl SECONDS]: mints a router JWT (HS256, ROUTER_JWT_SECRET) expiring within ROUTER_TOKEN_MAX_LIFETIME_SECONDS (its default)',
     options: { account: str, ttl: str },
     async run({ values, db, config, mintRouterToken }) {
       const id = required(values, 'account');
-      // A token that is born expired is of no use to anyone.
-      const ttl = values.ttl === undefined ? 30 * 24 * 3600 : boundedInt(values.ttl, 'ttl', 1);
+      // A token that is born expired is of no use to anyone; one past the maximum lifetime, refused by every replica.
+      const max = config.router.tokenMaxLifetimeSeconds;
+      const ttl = values.ttl === undefined ? max : boundedInt(values.ttl, 'ttl', 1, max);
       await accountExists(db, id);
       if (!config.router.jwtSecret) throw new InputError('ROUTER_JWT_SECRET is not configured');
       return { token: await mintRouterToken(config.router.jwtSecret, id, ttl), expires_in: ttl };

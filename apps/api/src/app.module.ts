@@ -8,6 +8,7 @@ import { HealthController } from './health/health.controller.js';
 import { RouterModule } from './router/index.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { AllErrorsFilter } from './http/exception.filter.js';
+import { AccountModule } from './v2/account/account.module.js';
 import { AssetsModule } from './v2/assets/assets.module.js';
 import { JobsModule } from './v2/jobs/jobs.module.js';
 import { UploadsModule } from './v2/uploads/uploads.module.js';
@@ -18,7 +19,7 @@ export class AppModule {
   static forConfig(config: Config): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forConfig(config), AuthModule, AssetsModule, UploadsModule, JobsModule, V1Module, RouterModule, MetricsModule],
+      imports: [CoreModule.forConfig(config), AuthModule, AssetsModule, UploadsModule, AccountModule, JobsModule, V1Module, RouterModule, MetricsModule],
       controllers: [HealthController, BlobsController],
       providers: [{ provide: APP_FILTER, useClass: AllErrorsFilter }],
     };

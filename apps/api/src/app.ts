@@ -10,6 +10,7 @@ import { installCompression } from './http/compression.js';
 import { installCors } from './http/cors.js';
 import { fastifyOptions, installHttpHooks } from './http/fastify-setup.js';
 import { installJsonDepthLimit } from './http/json-body.js';
+import { installLoadShedding } from './http/overload.js';
 
 /** Builds the API application (not yet listening). */
 export async function createApi(config: Config): Promise<NestFastifyApplication> {
@@ -31,6 +32,8 @@ export async function createApi(config: Config): Promise<NestFastifyApplication>
   });
   if (config.api.basePath) app.setGlobalPrefix(config.api.basePath);
   await mountBrowserPages(app, config);
+  // Last among the request hooks, so the ones before it (request id, CORS) still mark a 503.
+  await installLoadShedding(app, config);
   app.enableShutdownHooks();
   return app;
 }

@@ -7,7 +7,7 @@ tuneRuntime();
 try {
   const config = loadConfig();
   const app = await createApi(config);
-  await app.listen(config.api.port, config.api.host);
+  await app.listen({ port: config.api.port, host: config.api.host, backlog: config.http.listenBacklog });
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.api.port;
   console.log(JSON.stringify({ level: 30, msg: 'listening', role: 'api', host: config.api.host, port, surface: config.surface }));

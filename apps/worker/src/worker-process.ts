@@ -22,7 +22,7 @@ import {
 } from '#libs/jobs';
 import { ProcessMetrics, setEngineReady } from '#libs/metrics';
 import { modelEvictionChannel } from '#libs/models';
-import { createBlobStore, type BlobStore } from '#libs/storage';
+import { createBlobStore, StorageWriteProbe } from '#libs/storage';
 import { startHealthServer } from './health-server.js';
 import { removeStagingFolders, withoutStagedFiles, withoutStagedNames, type ModelStaging } from './input-staging.js';
 import { JobRunner } from './job-runner.js';
@@ -81,7 +81,7 @@ export class WorkerProcess {
   private readonly sweeper: Sweeper;
   private readonly runner: JobRunner;
   private readonly queue;
-  private readonly store: BlobStore;
+  private readonly storage: StorageWriteProbe;
   private readonly metrics = new ProcessMetrics('worker');
   private readonly models: ModelStaging;
   private worker: Worker<RunPayload> | null = null;
@@ -107,7 +107,7 @@ export class WorkerProcess {
     this.subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
     this.subscriber.on('error', () => undefined);
     const store = createBlobStore(config);
-    this.store = store;
+    this.storage = new StorageWriteProbe(store, config.readiness.storageProbeIntervalMs);
     this.engine = new EngineClient({ baseUrl: config.worker.engineUrl, stallTimeoutMs: config.worker.engineStallTimeoutMs });
     this.socket = new EngineSocket({ url: config.worker.engineUrl, clientId: `worker-${this.id}`, featureFlags: { supports_preview_metadata: true } });
     this.socket.on('error', () => undefined);
@@ -292,7 +292,8 @@ export class WorkerProcess {
       engine: this.engineReady ? 'ok' : 'error: engine not answering',
       postgres: await probe(() => this.db.$queryRaw`SELECT 1`),
       redis: await probe(() => this.redis.ping()),
-      storage: await probe(() => this.store.ping()),
+      // Written to, not only reached: a full disk still answers reads, and outputs could not be stored.
+      storage: await probe(() => this.storage.check()),
     };
   }
 

@@ -7,9 +7,9 @@ import { V1_PATHS, V1_WEBSOCKET_PATHS } from './v1-paths.js';
 
 const DESCRIPTION = `Runs ComfyUI workflows as durable jobs.
 
-- **v2** (\`/api/v2\`): jobs and assets. \`Authorization: Bearer <API key>\`. Errors are an ErrorEnvelope.
+- **v2** (\`/api/v2\`): jobs, assets and your account. \`Authorization: Bearer <API key>\`. Errors are an ErrorEnvelope.
 - **v1** (\`/api\`, \`/ws\`): the deprecated engine-compatible API. \`X-API-Key: <API key>\` (WebSocket: \`?token=\`). As on the engine, every v1 route is also served without \`/api\` (\`/prompt\`, \`/userdata/...\`, \`/internal/...\`).
-- **router** (\`/v1/models\`): direct partner-model calls. \`Authorization: Bearer <JWT>\`. Errors are a RouterErrorResponse with \`X-Service-Error-Type\`.
+- **router** (\`/v1/models\`): direct partner-model calls. \`Authorization: Bearer <JWT>\`, or the account's API key in its place. Errors are a RouterErrorResponse with \`X-Service-Error-Type\`.
 
 Paths are relative to the server URL (the \`BASE_PATH\` mount). A serverless deployment serves the same v2 paths under
 \`/deployment/{deployment}\` or on its own host. Every response carries \`X-Request-Id\`.`;
@@ -33,6 +33,7 @@ export function buildOpenApiDocument(app: INestApplication, config: Config): Ope
     .addTag('jobs', 'v2: durable, pollable, cancelable executions of a workflow.')
     .addTag('assets', 'v2: uploads and outputs, UUID records over content-addressed blobs.')
     .addTag('uploads', 'v2: resumable uploads (tus) for large files such as models.')
+    .addTag('account', 'v2: your credit balance, charges, limits and usage (read-only).')
     .addTag('v1', 'Deprecated engine-compatible API.')
     .addTag('router', 'Model router: synchronous partner-model calls.')
     .addTag('health', 'Probes.')

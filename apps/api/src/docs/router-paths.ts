@@ -6,7 +6,8 @@ import { RETRY_AFTER, SERVICE_HEADERS, routerErrorResponses } from './responses.
 
 type Obj = Record<string, unknown>;
 
-const security = [{ routerJwt: [] }];
+// A router token, or (additive) the account's API key, as a console signed in with one sends it.
+const security = [{ routerJwt: [] }, { apiKey: [] }];
 const provider = { name: 'provider', in: 'path', required: true, schema: ref('RouterProviderSegment') };
 const model = { name: 'model', in: 'path', required: true, schema: ref('RouterModelSegment') };
 
@@ -57,8 +58,10 @@ export const ROUTER_PATHS: Record<string, Obj> = {
       tags: ['router'],
       summary: 'Run the model synchronously',
       description:
-        "The body is the partner model's native JSON input and passes through unchanged; so does a successful output. Retry after a timeout with the same " +
-        '`Idempotency-Key`: a completed first call is replayed (`Idempotent-Replayed: true`), a running one is waited on. A caller that disconnects is ' +
+        "The body is the partner model's native JSON input and passes through unchanged; so does a successful output, but for result media the " +
+        'provider returned by URL: those are re-hosted and replaced by signed URLs valid 24 hours. Binary results (audio) come with their own media type. ' +
+        'Retry after a timeout with the same `Idempotency-Key` (records kept 24 h): a completed first call is replayed (`Idempotent-Replayed: true`), a ' +
+        'running one is waited on; the key with another model or body answers 409 `invalid_input` and dispatches nothing. A caller that disconnects is ' +
         'recorded as `client_disconnected` (never delivered; a completed generation is still billed).',
       security,
       parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 } }],
@@ -66,10 +69,19 @@ export const ROUTER_PATHS: Record<string, Obj> = {
       responses: {
         200: {
           description: "The model's output.",
-          headers: { ...SERVICE_HEADERS, 'Idempotent-Replayed': { description: 'Present (`true`) on a replayed result.', schema: { type: 'string' } } },
-          content: { 'application/json': { schema: ref('RouterModelOutput') }, 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } },
+          headers: {
+            ...SERVICE_HEADERS,
+            'Idempotent-Replayed': { description: 'Present (`true`) on a replayed result.', schema: { type: 'string' } },
+            'X-Service-Credits-Used': { description: 'Credits (US cents) the call used; not sent on a replay.', schema: { type: 'integer', minimum: 0 } },
+          },
+          content: { 'application/json': { schema: ref('RouterModelOutput') }, 'audio/*': { schema: { type: 'string', format: 'binary' } } },
         },
         ...routerErrorResponses(CALL_BUCKETS, { 429: SPEND_HEADERS, 504: RETRY_AFTER }),
+        409: {
+          description: '`invalid_input`: the `Idempotency-Key` was used with another model or body; nothing was dispatched.',
+          headers: { ...SERVICE_HEADERS, 'X-Service-Error-Type': { schema: ref('RouterErrorType') } },
+          content: { 'application/json': { schema: ref('RouterErrorResponse') } },
+        },
         422: {
           description: 'The model rejected the content (`invalid_input` or `content_policy_violation`): RouterValidationErrorResponse, the bucket only in `X-Service-Error-Type`.',
           headers: { ...SERVICE_HEADERS, 'X-Service-Error-Type': { schema: ref('RouterErrorType') } },

@@ -14,6 +14,18 @@ export const ROUTER_ERROR_TYPES = ROUTER_BUCKETS;
 
 const ROUTER_SEGMENT = '^[a-z0-9]+([._-][a-z0-9]+)*$';
 
+/** One page of a v2 list: `has_more` says whether to follow `next_cursor`. */
+const pageOf = (item: string): Schema => ({
+  type: 'object',
+  required: ['data', 'has_more', 'limit'],
+  properties: {
+    data: { type: 'array', items: ref(item) },
+    has_more: { type: 'boolean' },
+    next_cursor: { type: 'string', description: 'Opaque; pass as `cursor` for the next page.' },
+    limit: { type: 'integer', minimum: 1, maximum: 100 },
+  },
+});
+
 const v2: Record<string, Schema> = {
   ErrorCode: {
     type: 'string',
@@ -124,16 +136,7 @@ const v2: Record<string, Schema> = {
       urls: ref('JobUrls'),
     },
   },
-  JobList: {
-    type: 'object',
-    required: ['data', 'has_more', 'limit'],
-    properties: {
-      data: { type: 'array', items: ref('Job') },
-      has_more: { type: 'boolean' },
-      next_cursor: { type: 'string', description: 'Opaque; pass as `cursor` for the next page.' },
-      limit: { type: 'integer', minimum: 1, maximum: 100 },
-    },
-  },
+  JobList: pageOf('Job'),
   Workflow: {
     type: 'object',
     description: 'The engine API format: node id to `{class_type, inputs, _meta?}`. An input is a literal, a link `[node_id, output_index]`, or an asset reference `{"__type": "core/ASSET", "info": {"id": "<asset uuid>"}}`.',
@@ -194,6 +197,63 @@ const v2: Record<string, Schema> = {
       job_id: nullable('string', { description: 'The job that produced it, for outputs.' }),
     },
   },
+  AssetList: pageOf('Asset'),
+  LedgerEntry: {
+    type: 'object',
+    required: ['id', 'amount', 'reason', 'ref', 'created_at'],
+    properties: {
+      id: { type: 'string', description: 'Ledger entry id.' },
+      amount: { type: 'integer', format: 'int64', description: 'Credits: negative for a charge, positive for a grant.' },
+      reason: { type: 'string', description: '`grant` (credits added by an operator), `job` (a job\'s execution time) or `router_call` (a model router call).' },
+      ref: nullable('string', { description: 'What the entry is for: the job id of a `job` charge, the `X-Service-Request-Id` of a router call.' }),
+      created_at: dateTime,
+    },
+  },
+  Account: {
+    type: 'object',
+    required: ['id', 'name', 'tier', 'status', 'credit_balance', 'limits', 'usage', 'router', 'charges'],
+    properties: {
+      id: uuid,
+      name: { type: 'string' },
+      tier: { type: 'string', examples: ['free', 'pro', 'enterprise'] },
+      status: { type: 'string', enum: ['active', 'inactive'] },
+      credit_balance: { type: 'integer', format: 'int64', description: 'Credits; a submission needs a positive balance.' },
+      limits: {
+        type: 'object',
+        required: ['max_concurrent_jobs', 'max_queued_jobs', 'requests_per_minute', 'max_event_streams', 'max_model_bytes'],
+        properties: {
+          max_concurrent_jobs: { type: 'integer' },
+          max_queued_jobs: { type: 'integer' },
+          requests_per_minute: { type: 'integer' },
+          max_event_streams: { type: 'integer' },
+          max_model_bytes: { type: 'integer', format: 'int64', description: 'Bytes your model files (assets under `models/<folder>/`) may take.' },
+        },
+      },
+      usage: {
+        type: 'object',
+        required: ['running_jobs', 'queued_jobs', 'open_event_streams', 'requests_this_minute', 'model_bytes'],
+        properties: {
+          running_jobs: { type: 'integer', description: 'Running or canceling now.' },
+          queued_jobs: { type: 'integer', description: 'Queued now (counted against `max_queued_jobs`).' },
+          open_event_streams: { type: 'integer' },
+          requests_this_minute: { type: 'integer', description: 'Requests counted in the current one-minute window, this one included.' },
+          model_bytes: { type: 'integer', format: 'int64', description: 'Bytes your model files take now, each blob counted once (against `max_model_bytes`).' },
+        },
+      },
+      router: {
+        type: 'object',
+        required: ['enabled', 'max_concurrent_calls', 'spend_cap_cents', 'window_calls', 'window_seconds'],
+        properties: {
+          enabled: { type: 'boolean' },
+          max_concurrent_calls: { type: 'integer' },
+          spend_cap_cents: { type: 'integer', description: 'Cap on the committed spend of calls in flight, in US cents.' },
+          window_calls: { type: 'integer', description: 'Calls allowed per window.' },
+          window_seconds: { type: 'integer' },
+        },
+      },
+      charges: { ...pageOf('LedgerEntry'), description: 'The credit ledger, newest first: one page.' },
+    },
+  },
   AssetUpload: {
     type: 'object',
     required: ['file'],
@@ -234,7 +294,7 @@ const v2: Record<string, Schema> = {
     required: ['status', 'checks'],
     properties: {
       status: { type: 'string', enum: ['ready', 'not_ready'] },
-      checks: { type: 'object', description: '`ok` or `error: <reason>` per dependency.', additionalProperties: { type: 'string' }, examples: [{ postgres: 'ok', redis: 'ok', storage: 'ok' }] },
+      checks: { type: 'object', description: '`ok` or `error: <reason>` per dependency.', additionalProperties: { type: 'string' }, examples: [{ postgres: 'ok', redis: 'ok', storage: 'ok', load: 'ok' }] },
     },
   },
 };
@@ -369,7 +429,7 @@ const router: Record<string, Schema> = {
     enum: [...ROUTER_ERROR_TYPES],
     description: 'Closed set of 15 buckets; treat an unrecognized one as `internal_error`.',
   },
-  RouterChargesOnPolicyRejection: { type: 'string', description: 'Whether a call the model refuses on content-policy grounds is still charged.' },
+  RouterChargesOnPolicyRejection: { type: 'string', enum: ['yes', 'no', 'unknown'], description: 'Whether a call the model refuses on content-policy grounds is still charged; `unknown` where the provider bills some refusals (of what it generated) and not others (of the input).' },
   RouterModelBilling: {
     type: 'object',
     required: ['charges_on_policy_rejection'],

@@ -133,6 +133,15 @@ export const AssetDocs = {
       ok(200, 'Asset', 'Recorded over bytes you already had.'),
       ...errors(...V2_COMMON, 'invalid_request', 'invalid_json', 'hash_mismatch', 'idempotency_key_reuse', 'import_failed', 'payload_too_large', 'storage_limit_exceeded'),
     ),
+  list: () =>
+    applyDecorators(
+      ...endpoint('List your assets', 'Your live uploads and job outputs, newest first, with cursor pagination; each with a fresh signed `url`.'),
+      ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', default: 20, maximum: 100 }, description: 'Clamped to 100; zero or less selects the default.' }),
+      ApiQuery({ name: 'cursor', required: false, schema: { type: 'string' }, description: '`next_cursor` of the previous page.' }),
+      ApiQuery({ name: 'kind', required: false, schema: { type: 'string', enum: ['upload', 'output'] }, description: '`upload`: assets you uploaded; `output`: assets your jobs made. Both when absent.' }),
+      ok(200, 'AssetList', 'One page of assets.'),
+      ...errors(...V2_COMMON, 'invalid_request'),
+    ),
   fromHash: () =>
     applyDecorators(
       ...endpoint('Create an asset from a hash you may already use', 'No bytes are sent.'),
@@ -220,12 +229,27 @@ export const UploadDocs = {
     ),
 };
 
+export const AccountDocs = {
+  controller: () => applyDecorators(ApiTags('account'), ApiBearerAuth('apiKey')),
+  get: () =>
+    applyDecorators(
+      ...endpoint(
+        'Read your account',
+        'Read-only: the credit balance and the ledger behind it (newest first, cursor paged by `limit` and `cursor`), the tier\'s limits and how much of them is in use now.',
+      ),
+      ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', default: 20, maximum: 100 }, description: 'Ledger entries in `charges`; clamped to 100, zero or less selects the default.' }),
+      ApiQuery({ name: 'cursor', required: false, schema: { type: 'string' }, description: '`charges.next_cursor` of the previous read.' }),
+      ok(200, 'Account', 'The account.'),
+      ...errors(...V2_COMMON, 'invalid_request'),
+    ),
+};
+
 export const HealthDocs = {
   controller: () => ApiTags('health'),
-  healthz: () => applyDecorators(...endpoint('Alive', 'The process answers. For liveness probes.'), ok(200, 'Health', 'Alive.')),
+  healthz: () => applyDecorators(...endpoint('Alive', 'The process answers, however loaded. For liveness probes.'), ok(200, 'Health', 'Alive.')),
   readyz: () =>
     applyDecorators(
-      ...endpoint('Ready', 'PostgreSQL, Redis and the blob store answer. For readiness probes.'),
+      ...endpoint('Ready', 'PostgreSQL and Redis answer, the blob store takes writes, and the replica is not shedding load. For readiness probes.'),
       ok(200, 'Readiness', 'Ready.'),
       ok(503, 'Readiness', 'Not ready; `checks` says which dependency failed.'),
     ),

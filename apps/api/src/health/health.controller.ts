@@ -1,10 +1,12 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Redis } from 'ioredis';
+import type { Config } from '#libs/config';
 import type { Db } from '#libs/db';
-import type { BlobStore } from '#libs/storage';
-import { BLOB_STORE, DB, REDIS } from '../core/tokens.js';
+import { StorageWriteProbe, type BlobStore } from '#libs/storage';
+import { BLOB_STORE, CONFIG, DB, REDIS } from '../core/tokens.js';
 import { HealthDocs } from '../docs/index.js';
+import { shedReason } from '../http/overload.js';
 
 async function check(name: string, probe: () => Promise<unknown>): Promise<[string, string]> {
   try {
@@ -18,20 +20,28 @@ async function check(name: string, probe: () => Promise<unknown>): Promise<[stri
 @HealthDocs.controller()
 @Controller()
 export class HealthController {
+  private readonly storage: StorageWriteProbe;
+
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(REDIS) private readonly redis: Redis,
-    @Inject(BLOB_STORE) private readonly store: BlobStore,
-  ) {}
+    @Inject(BLOB_STORE) store: BlobStore,
+    @Inject(CONFIG) config: Config,
+  ) {
+    this.storage = new StorageWriteProbe(store, config.readiness.storageProbeIntervalMs);
+  }
 
-  /** Alive: the process answers. */
+  /** Alive: the process answers. Never shed, whatever the load: a busy replica is not a dead one. */
   @Get('healthz')
   @HealthDocs.healthz()
   healthz(): { status: 'ok' } {
     return { status: 'ok' };
   }
 
-  /** Ready: every dependency a request needs answers. */
+  /**
+   * Ready: every dependency a request needs answers, the blob store takes writes, and the replica
+   * is not shedding load (a balancer then sends its traffic to the others until it catches up).
+   */
   @Get('readyz')
   @HealthDocs.readyz()
   async readyz(@Res() reply: FastifyReply): Promise<void> {
@@ -39,7 +49,11 @@ export class HealthController {
       await Promise.all([
         check('postgres', () => this.db.$queryRaw`SELECT 1`),
         check('redis', () => this.redis.ping()),
-        check('storage', () => this.store.ping()),
+        check('storage', () => this.storage.check()),
+        check('load', async () => {
+          const shedding = shedReason(reply.server);
+          if (shedding) throw new Error(shedding);
+        }),
       ]),
     );
     const ready = Object.values(checks).every((v) => v === 'ok');

@@ -4,7 +4,7 @@ import { LogController, type FastifyHttpOptions, type FastifyInstance } from 'fa
 import type { Config } from '#libs/config';
 import { httpRequestObserved } from '#libs/metrics';
 import type { Draining } from '../core/draining.js';
-import { setServiceRequestId } from '../router/request-context.js';
+import { setServiceRequestId } from '../router/index.js';
 import { requestUrlRewriter } from '../surface/request-scope.js';
 import { frameworkErrorShape, rejectMalformedClient, sendError } from './error-body.js';
 

@@ -26,11 +26,19 @@ export class AccountLimits {
     if (!(redis as Redis & { countRequest?: unknown }).countRequest) redis.defineCommand('countRequest', { numberOfKeys: 1, lua: COUNT_REQUEST });
   }
 
+  private rateKey(accountId: string, window: number): string {
+    return `${this.config.redisPrefix}:rate:${accountId}:${window}`;
+  }
+
+  private streamsKey(accountId: string): string {
+    return `${this.config.redisPrefix}:streams:${accountId}`;
+  }
+
   /** A fixed one-minute window per account: 429 `rate_limited` with the seconds left in it. */
   async countRequest(account: Account): Promise<void> {
     const now = Date.now();
     const window = Math.floor(now / 60_000);
-    const key = `${this.config.redisPrefix}:rate:${account.id}:${window}`;
+    const key = this.rateKey(account.id, window);
     const count = Number(await (this.redis as CountingRedis).countRequest(key, 61_000));
     if (count > account.requestsPerMinute) {
       const retry = Math.ceil(((window + 1) * 60_000 - now) / 1000);
@@ -38,12 +46,22 @@ export class AccountLimits {
     }
   }
 
+  /** What the account uses now of the two limits counted here: this minute's requests, its open streams. */
+  async usage(account: Account): Promise<{ requestsThisMinute: number; openStreams: number }> {
+    const now = Date.now();
+    const [requests, streams] = await Promise.all([
+      this.redis.get(this.rateKey(account.id, Math.floor(now / 60_000))),
+      this.redis.zcount(this.streamsKey(account.id), now - STREAM_TTL_MS, '+inf'),
+    ]);
+    return { requestsThisMinute: Number(requests ?? 0), openStreams: streams };
+  }
+
   /**
    * Registers an open stream; 429 `too_many_streams` past the account's limit. Streams refresh
    * their entry while open, so a replica that dies cannot hold slots for longer than a minute.
    */
   async openStream(account: Account, streamId: string): Promise<{ refresh(): Promise<void>; close(): Promise<void> }> {
-    const key = `${this.config.redisPrefix}:streams:${account.id}`;
+    const key = this.streamsKey(account.id);
     const now = Date.now();
     const result = await this.redis
       .multi()

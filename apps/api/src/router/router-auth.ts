@@ -1,25 +1,21 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
-import { RouterTokenError, verifyRouterToken } from '#libs/auth';
+import { looksLikeApiKey, RouterTokenError, verifyRouterToken } from '#libs/auth';
 import type { Config } from '#libs/config';
 import type { Account, Db } from '#libs/db';
-import { AuthFailures, authChangedChannel } from '../auth/index.js';
+import { ApiKeyAuthService, AuthFailures, authChangedChannel } from '../auth/index.js';
 import { CONFIG, DB } from '../core/tokens.js';
 import { UsageService } from './calls/usage.service.js';
+import { RouterCreditsService } from './credits/router-credits.service.js';
 import { BUCKET_STATUS, RouterError } from './errors.js';
 import { modelPathSegments, serviceRequestId } from './request-context.js';
 
 // Router credentials are JWTs (`sub` = account id). Verified tokens and accounts are cached for a
 // moment to keep every call off the database; the admin command line's "auth changed" message
-// empties the account cache on every replica at once.
-//
-// The credit check reads the cached balance, and charges reach the database in batches after the
-// answer. So that this replica's calls see each other's charges at once, a call's price is taken
-// off the cached balance when it is dispatched (given back if the call ends uncharged), and a
-// reload takes off again every charge the database may not have yet. Charges made on other
-// replicas arrive with a reload: a workspace can overrun its balance by what it spends on the other
-// replicas within one freshness period (ACCOUNT_FRESH_MS, plus the reload) and the batch delay.
+// empties the account cache on every replica at once. Each account the cache reads is shown to
+// the router's credits (RouterCreditsService), which lowers its balance by the charges this
+// replica holds that the read cannot contain yet.
 
 const TOKEN_CACHE_MS = 60_000;
 // Fresh for 2 s; after that still served (at most 30 s old) while one reload runs behind it, so
@@ -34,22 +30,14 @@ interface CachedAccount {
   reload: Promise<Account | null> | null;
 }
 
-/** A charge taken off the cached balance: settle it once, written (true) or given back (false). */
-export type HeldCharge = (written: boolean) => void;
-
-/** A charge taken off a cached balance before the database has it. */
-interface LocalCharge {
-  cents: bigint;
-  written: boolean;
-}
-
 const WORKSPACE = Symbol('routerWorkspace');
 type WorkspaceRequest = FastifyRequest & { [WORKSPACE]?: Account };
 
+/** A verified token's `exp` (every router token has one) in epoch ms. */
 function tokenExpiryMs(token: string): number {
   try {
     const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp?: unknown };
-    return typeof payload.exp === 'number' ? payload.exp * 1000 : Number.POSITIVE_INFINITY;
+    return typeof payload.exp === 'number' ? payload.exp * 1000 : 0;
   } catch {
     return 0;
   }
@@ -59,14 +47,15 @@ function tokenExpiryMs(token: string): number {
 export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
   private readonly tokens = new Map<string, { sub: string; until: number }>();
   private readonly accounts = new Map<string, CachedAccount>();
-  // Per account: charges not yet written, and those written while a reload was under way (that
-  // reload may have read the balance before them). Kept apart from the cache, which may be emptied.
-  private readonly charges = new Map<string, LocalCharge[]>();
   private subscriber: Redis | null = null;
+  // Set apart from the constructor's dependencies: a page signed in with an account's API key (the
+  // console) calls the router with that key, told apart from a JWT by its shape.
+  @Inject(ApiKeyAuthService) private readonly apiKeys!: ApiKeyAuthService;
 
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(CONFIG) private readonly config: Config,
+    private readonly credits: RouterCreditsService,
   ) {}
 
   onModuleInit(): void {
@@ -83,16 +72,23 @@ export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
     this.subscriber?.disconnect();
   }
 
-  /** The workspace of an `Authorization: Bearer <JWT>` header; throws `unauthorized`. */
+  /** The workspace of an `Authorization: Bearer <JWT or account API key>` header; throws `unauthorized`. */
   async authenticate(header: string | undefined): Promise<Account> {
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!match) throw new RouterError('unauthorized', 'Send a router token as Authorization: Bearer <JWT>.');
     const token = match[1]!;
+    if (looksLikeApiKey(token)) {
+      // The same workspace, and the same entitlement checks, as a token naming its account.
+      const keyed = await this.apiKeys.authenticate(token);
+      const account = keyed && (await this.account(keyed.id, Date.now()));
+      if (!account) throw new RouterError('unauthorized', 'The API key is invalid or revoked.');
+      return account;
+    }
     const now = Date.now();
     let sub = this.tokens.get(token);
     if (!sub || sub.until <= now) {
       try {
-        const accountId = await verifyRouterToken(token, { secret: this.config.router.jwtSecret, publicKeys: this.config.router.jwtPublicKeys });
+        const accountId = await verifyRouterToken(token, { secret: this.config.router.jwtSecret, publicKeys: this.config.router.jwtPublicKeys, maxLifetimeSeconds: this.config.router.tokenMaxLifetimeSeconds });
         sub = { sub: accountId, until: Math.min(now + TOKEN_CACHE_MS, tokenExpiryMs(token)) };
       } catch (err) {
         if (err instanceof RouterTokenError) throw new RouterError('unauthorized', 'The router token is invalid or expired.');
@@ -116,67 +112,13 @@ export class RouterAuthService implements OnModuleInit, OnApplicationShutdown {
     return this.load(id, cached);
   }
 
-  /**
-   * Takes a call's charge off the workspace's cached balance now, ahead of its batched write.
-   * Settle it once: `true` when the database has the charge, `false` when it was not made (the call
-   * ended uncharged, or another replica stored the generation first), which gives the credits back.
-   */
-  charge(accountId: string, cents: number): HeldCharge {
-    if (cents <= 0) return () => undefined;
-    const charge: LocalCharge = { cents: BigInt(cents), written: false };
-    const cached = this.accounts.get(accountId)?.account;
-    if (cached) cached.creditBalance -= charge.cents;
-    const pending = this.charges.get(accountId);
-    if (pending) pending.push(charge);
-    else this.charges.set(accountId, [charge]);
-    return (written) => {
-      if (!written) {
-        const current = this.accounts.get(accountId)?.account;
-        if (current) current.creditBalance += charge.cents;
-        this.dropCharge(accountId, charge);
-        return;
-      }
-      charge.written = true;
-      // A reload under way may have read the balance before this write; it drops the charge itself.
-      if (!this.accounts.get(accountId)?.reload) this.dropCharge(accountId, charge);
-    };
-  }
-
-  /** Forgets one settled charge in place: the list holds every call in flight, settled one by one. */
-  private dropCharge(accountId: string, charge: LocalCharge): void {
-    const list = this.charges.get(accountId);
-    const at = list ? list.indexOf(charge) : -1;
-    if (at < 0) return;
-    list!.splice(at, 1);
-    if (list!.length === 0) this.charges.delete(accountId);
-  }
-
-  private dropCharges(accountId: string, drop: (charge: LocalCharge) => boolean): void {
-    const kept = (this.charges.get(accountId) ?? []).filter((c) => !drop(c));
-    if (kept.length > 0) this.charges.set(accountId, kept);
-    else this.charges.delete(accountId);
-  }
-
-  /**
-   * The balance the database returned, less this replica's charges it may not include: those not
-   * written yet, and those written during the read (counted twice until the next reload; erring
-   * low only delays a call, erring high lets a workspace run past zero).
-   */
-  private withLocalCharges(id: string, account: Account | null): Account | null {
-    const charges = this.charges.get(id);
-    if (!account || !charges) return account;
-    for (const charge of charges) account.creditBalance -= charge.cents;
-    // Written ones are in the database for every later reload.
-    this.dropCharges(id, (c) => c.written);
-    return account;
-  }
-
   private load(id: string, cached: CachedAccount | undefined): Promise<Account | null> {
     if (cached?.reload) return cached.reload;
     const entry: CachedAccount = cached ?? { account: null, at: 0, reload: null };
+    const readStartedAt = Date.now();
     const reload = (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) ? this.db.account.findUnique({ where: { id } }) : Promise.resolve(null))
-      .then((found) => {
-        const account = this.withLocalCharges(id, found);
+      .then((account) => {
+        if (account) this.credits.observed(account, readStartedAt);
         entry.account = account;
         entry.at = Date.now();
         return account;

@@ -171,6 +171,7 @@ export class RouterController {
       idempotencyKey: Array.isArray(key) ? key.join(',') : key,
       fate,
       startedAt,
+      origin: () => requestOrigin(request, this.config),
     });
     if (reply.raw.destroyed) return; // the caller left: recorded as client_disconnected, nothing to deliver
     for (const [name, value] of Object.entries(headers)) reply.header(name, value);

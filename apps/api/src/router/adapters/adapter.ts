@@ -1,16 +1,31 @@
 import { BUCKET_STATUS, type RouterBucket, type ValidationEntry } from '../errors.js';
 
-export const ADAPTER_KINDS = ['sync-json', 'submit-poll', 'validating-json'] as const;
+// What every provider adapter is: it speaks one provider's native API (paths, credentials, poll
+// states, error bodies) and turns each of the provider's outcomes into a result in the router's
+// terms. See docs/router.md for each provider's mapping.
+
+export const ADAPTER_KINDS = ['bfl', 'openai-images', 'stability', 'recraft', 'ideogram', 'kling', 'luma', 'runway', 'minimax', 'google-veo', 'elevenlabs'] as const;
 export type AdapterKind = (typeof ADAPTER_KINDS)[number];
 
 /** What a model call needs to know about its model. */
 export interface UpstreamModel {
   id: string;
+  provider: string;
+  adapterKind: string;
+  /** The provider's endpoint for this model (its origin may be replaced by ROUTER_UPSTREAM_BASE_URLS). */
   upstreamUrl: string;
   timeoutMs: number;
   pollIntervalMs: number;
   /** The media types of its results, as its schema document declares them; empty: not declared. */
   resultTypes: readonly string[];
+}
+
+/** Result media the provider handed out by URL: the router re-hosts them (see media/). */
+export interface MediaRefs {
+  /** Where the URLs are in the JSON body: keys from the root, `*` for every element or member. */
+  paths: readonly (readonly string[])[];
+  /** Headers a download needs (the provider's credentials); sent only to the provider's own origin. */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -22,6 +37,19 @@ export interface GenerationResult {
   status: number;
   contentType: string;
   body: Buffer;
+  /**
+   * For a content-policy refusal, whether the provider charges for it, when its adapter knows
+   * (a refusal of the output usually is charged, one of the input is not).
+   */
+  providerCharged?: boolean;
+  /** Media URLs in a successful JSON body, to re-host before anyone sees it. */
+  media?: MediaRefs;
+}
+
+/** What a call hands its provider: the body as the caller sent it, and as parsed. */
+export interface ProviderInput {
+  raw: Buffer;
+  parsed: unknown;
 }
 
 export interface DispatchContext {
@@ -33,9 +61,13 @@ export interface DispatchContext {
 
 export interface ProviderAdapter {
   readonly kind: AdapterKind;
-  dispatch(model: UpstreamModel, body: Buffer, context: DispatchContext): Promise<GenerationResult>;
+  dispatch(model: UpstreamModel, input: ProviderInput, context: DispatchContext): Promise<GenerationResult>;
   /** Collects an accepted generation by its handle without dispatching another (submit-then-poll). */
   collect?(model: UpstreamModel, handle: string, signal: AbortSignal): Promise<GenerationResult>;
+  /** Whether the router has the credentials this provider needs. */
+  configured(): boolean;
+  /** Every credential value this adapter sends (tokens it derived included): never shown to anyone. */
+  secrets(): string[];
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -49,10 +81,6 @@ export function validationResult(bucket: 'invalid_input' | 'content_policy_viola
   return { bucket, status: 422, contentType: JSON_TYPE, body: Buffer.from(JSON.stringify({ detail: entries })) };
 }
 
-export function policyRefusal(message: string, type = 'content_policy_violation'): GenerationResult {
-  return validationResult('content_policy_violation', [{ loc: ['body'], msg: message, type }]);
-}
-
-export function successResult(contentType: string, body: Buffer): GenerationResult {
-  return { bucket: 'success', status: 200, contentType, body };
+export function successResult(contentType: string, body: Buffer, media?: MediaRefs): GenerationResult {
+  return { bucket: 'success', status: 200, contentType, body, ...(media ? { media } : {}) };
 }

@@ -14,7 +14,15 @@ const agents = {
 export interface UpstreamResponse {
   status: number;
   contentType: string;
+  headers: http.IncomingHttpHeaders;
   body: Buffer;
+}
+
+export interface UpstreamRequest {
+  method: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: Buffer;
+  signal: AbortSignal;
 }
 
 /** The provider could not be reached at all (nothing was sent or nothing came back). */
@@ -24,14 +32,38 @@ export class UpstreamTimeout extends Error {}
 /** The provider answered something that is not an HTTP response we can read whole. */
 export class UpstreamBroken extends Error {}
 
-export function upstreamRequest(
-  url: string,
-  options: { method: 'GET' | 'POST'; body?: Buffer; signal: AbortSignal },
-): Promise<UpstreamResponse> {
+/** One request, its response read whole (JSON and audio answers are small). */
+export function upstreamRequest(url: string, options: UpstreamRequest): Promise<UpstreamResponse> {
   return attempt(url, options, true);
 }
 
-function attempt(url: string, options: { method: 'GET' | 'POST'; body?: Buffer; signal: AbortSignal }, mayRetry: boolean): Promise<UpstreamResponse> {
+/** One GET whose body is handed over as a stream (result media, possibly large); follow no redirect. */
+export function upstreamStream(url: string, options: { headers?: Record<string, string>; signal: AbortSignal }): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: http.IncomingMessage }> {
+  return new Promise((resolve, reject) => {
+    if (options.signal.aborted) return reject(new UpstreamTimeout('deadline passed before the request'));
+    const target = new URL(url);
+    const transport = target.protocol === 'https:' ? https : target.protocol === 'http:' ? http : null;
+    if (!transport) return reject(new UpstreamBroken(`unsupported scheme ${target.protocol}`));
+    const req = transport.request(target, { method: 'GET', agent: agents[target.protocol as 'http:' | 'https:'], headers: { accept: '*/*', ...options.headers } });
+    const onAbort = () => req.destroy(new UpstreamTimeout('the provider did not answer in time'));
+    options.signal.addEventListener('abort', onAbort, { once: true });
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      options.signal.removeEventListener('abort', onAbort);
+      reject(err instanceof UpstreamTimeout ? err : unreachable(err) ? new UpstreamUnreachable(err.code ?? err.message) : new UpstreamBroken(err.code ?? err.message));
+    });
+    req.on('response', (res) => {
+      res.once('close', () => options.signal.removeEventListener('abort', onAbort));
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res });
+    });
+    req.end();
+  });
+}
+
+function unreachable(err: NodeJS.ErrnoException): boolean {
+  return ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'].includes(err.code ?? '');
+}
+
+function attempt(url: string, options: UpstreamRequest, mayRetry: boolean): Promise<UpstreamResponse> {
   return new Promise((resolve, reject) => {
     if (options.signal.aborted) {
       reject(new UpstreamTimeout('deadline passed before the request'));
@@ -40,9 +72,9 @@ function attempt(url: string, options: { method: 'GET' | 'POST'; body?: Buffer; 
     const target = new URL(url);
     const agent = agents[target.protocol as 'http:' | 'https:'];
     const transport = target.protocol === 'https:' ? https : http;
-    const headers: Record<string, string | number> = { accept: 'application/json, */*;q=0.5' };
+    const headers: Record<string, string | number> = { accept: 'application/json, */*;q=0.5', ...options.headers };
     if (options.body) {
-      headers['content-type'] = 'application/json';
+      headers['content-type'] ??= 'application/json';
       headers['content-length'] = options.body.length;
     }
     let settled = false;
@@ -68,8 +100,7 @@ function attempt(url: string, options: { method: 'GET' | 'POST'; body?: Buffer; 
         attempt(url, options, false).then(resolve, reject);
         return;
       }
-      const unreachable = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'].includes(err.code ?? '');
-      finish(unreachable ? new UpstreamUnreachable(err.code ?? err.message) : new UpstreamBroken(err.code ?? err.message));
+      finish(unreachable(err) ? new UpstreamUnreachable(err.code ?? err.message) : new UpstreamBroken(err.code ?? err.message));
     });
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
@@ -93,6 +124,7 @@ function attempt(url: string, options: { method: 'GET' | 'POST'; body?: Buffer; 
         finish(null, {
           status: res.statusCode ?? 0,
           contentType: String(res.headers['content-type'] ?? ''),
+          headers: res.headers,
           body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
         });
       });

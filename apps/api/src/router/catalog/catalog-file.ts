@@ -5,10 +5,12 @@ import { ADAPTER_KINDS, type AdapterKind } from '../adapters/adapter.js';
 import { compileInputSchema, SchemaDocumentError } from './input-schema.js';
 import { isModelId } from './model-id.js';
 
-// The catalog file (router/catalog.json by default) and the schema documents it names, checked
+// The catalog file (catalog/data/catalog.json by default) and the schema documents it names, checked
 // as a whole before anything reaches the database: a bad entry stops the API with its name.
 
-export const CHARGES_ON_POLICY_REJECTION = ['yes', 'no'] as const;
+// The public router's values: whether a content-policy refusal is charged; `unknown` where the provider's
+// billing depends on where it refused (its adapter then says, per call: see SettlementService).
+export const CHARGES_ON_POLICY_REJECTION = ['yes', 'no', 'unknown'] as const;
 
 const entrySchema = z
   .object({

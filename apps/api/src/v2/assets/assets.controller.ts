@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, Head, HttpCode, Inject, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Head, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import type { AssetView } from '#libs/contracts';
@@ -12,6 +12,8 @@ import { Uncompressed } from '../../http/compression.js';
 import { requireJsonObject } from '../../http/json-body.js';
 import { sendBlob } from '../../http/send-blob.js';
 import { UuidPipe } from '../../http/uuid.pipe.js';
+import { pageOf } from '../paging.js';
+import { AssetList } from './asset-list.js';
 import { AssetsService, checkTags, parseExpiresIn } from './assets.service.js';
 import { lastField, readMultipartUpload } from './multipart-upload.js';
 import { UploadKeys } from './upload-keys.js';
@@ -26,6 +28,7 @@ export class AssetsController {
     private readonly assets: AssetsService,
     private readonly keys: UploadKeys,
     private readonly imports: UrlImports,
+    private readonly list: AssetList,
     @Inject(BLOB_STORE) private readonly store: BlobStore,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
@@ -76,6 +79,15 @@ export class AssetsController {
     if (key) await this.keys.claim(account.id, key, view.id);
     reply.status(createdNew ? 201 : 200);
     return view;
+  }
+
+  @Get()
+  @AssetDocs.list()
+  async listAssets(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest) {
+    const q = this.list.parse(query, account.id);
+    const rows = await this.list.page(account.id, q);
+    const views = await Promise.all(rows.slice(0, q.limit).map((a) => this.assets.view(a, a.blob.sizeBytes, request)));
+    return pageOf(rows, q.limit, views, (last) => this.list.nextCursor(account.id, last));
   }
 
   @Post('from-hash')

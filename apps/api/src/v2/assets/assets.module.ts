@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../../auth/index.js';
 import { LimitsModule } from '../../limits/index.js';
+import { AssetList } from './asset-list.js';
 import { AssetsController } from './assets.controller.js';
 import { AssetsService } from './assets.service.js';
 import { ModelStorage } from './model-storage.js';
@@ -10,7 +11,7 @@ import { UploadKeys } from './upload-keys.js';
 @Module({
   imports: [AuthModule, LimitsModule],
   controllers: [AssetsController],
-  providers: [AssetsService, UploadKeys, ModelStorage, UrlImports],
-  exports: [AssetsService, UploadKeys],
+  providers: [AssetsService, UploadKeys, AssetList, ModelStorage, UrlImports],
+  exports: [AssetsService, UploadKeys, ModelStorage],
 })
 export class AssetsModule {}

@@ -1,11 +1,11 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { blobSurvived, notExpired, createAssetRecord, deleteAssetsAndOrphanBlobs, deleteAssetUnlessInUse, discardUnrecordedBytes, guessContentType, recordUploadedAsset, validateFilePath } from '#libs/assets';
 import type { Config } from '#libs/config';
 import { ApiError, isStorableText, type AssetView } from '#libs/contracts';
 import type { Asset, Db } from '#libs/db';
-import { formatHashRef, linkLifetimeSeconds, parseHashRef, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
+import { formatHashRef, linkLifetimeSeconds, parseHashRef, StorageUnavailableError, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB } from '../../core/tokens.js';
 import { requestOrigin } from '../../http/request-origin.js';
 import { isMediaType } from '../../http/send-blob.js';
@@ -15,6 +15,9 @@ import { ModelStorage } from './model-storage.js';
 export type Owner = { id: string; maxModelBytes: bigint };
 
 const MAX_TAGS = 32;
+// As for every dependency that fails: a retry through the balancer may already reach a replica
+// whose store takes writes (readiness takes this one out within seconds).
+const STORAGE_RETRY_AFTER_SECONDS = 1;
 
 export interface AssetOptions {
   contentType?: string;
@@ -63,6 +66,8 @@ function checkFilePath(value: string): string {
 
 @Injectable()
 export class AssetsService {
+  private readonly logger = new Logger('Assets');
+
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(BLOB_STORE) private readonly store: BlobStore,
@@ -80,6 +85,13 @@ export class AssetsService {
     } catch (err) {
       if (err instanceof TooLargeError || (err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') {
         throw new ApiError('payload_too_large', `The file is larger than the limit of ${maxBytes} bytes.`, { max_bytes: maxBytes });
+      }
+      if (err instanceof StorageUnavailableError) {
+        // put() leaves nothing behind when it fails, so there is nothing to undo.
+        this.logger.error(err.message);
+        throw new ApiError('service_unavailable', 'The file could not be stored right now; nothing was kept. Retry later.', undefined, {
+          'retry-after': String(STORAGE_RETRY_AFTER_SECONDS),
+        });
       }
       throw err;
     }

@@ -44,8 +44,9 @@ export async function readMultipartUpload(
         try {
           stored = await store(part.file);
         } catch (err) {
-          // The client's own stream broke (cut short, malformed): its problem, not ours.
-          const fromClient = part.file.errored ?? null;
+          // The client's own stream broke (cut short, malformed): its problem, not ours. A verdict
+          // already made (too large, the store refusing) stands, whatever the stream saw after it.
+          const fromClient = err instanceof ApiError ? null : (part.file.errored ?? null);
           throw fromClient ? multipartError(fromClient) : err;
         }
         upload = { stored, fileName: part.filename, mimeType: part.mimetype };

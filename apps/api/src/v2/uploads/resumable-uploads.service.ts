@@ -178,7 +178,7 @@ export class ResumableUploads implements OnModuleDestroy {
   /** Serves one tus request of an authenticated account. */
   async handle(request: Request, caller: Caller): Promise<Response> {
     // The bucket the S3 store writes to exists (made in development and tests, as the blob store does).
-    this.storeReady ??= this.store.ping().catch((err: unknown) => {
+    this.storeReady ??= this.store.probeWrite().catch((err: unknown) => {
       this.storeReady = null;
       throw err;
     });

@@ -1,0 +1,44 @@
+import { decodeCursor, encodeCursor } from '#libs/auth';
+import { ApiError } from '#libs/contracts';
+
+// What every v2 list shares: `limit` (default 20, clamped to 100, zero or less the default) and an
+// opaque cursor naming the last row of the previous page by (created_at, id), signed for one list
+// and one account, so a cursor cannot be forged, moved to another list or used by another tenant.
+
+export const DEFAULT_PAGE_LIMIT = 20;
+export const MAX_PAGE_LIMIT = 100;
+
+/** The last row of a page, as the next page's query continues after it. */
+export interface PageAfter {
+  t: string;
+  id: string;
+}
+
+export function parsePageLimit(raw: unknown): number {
+  if (raw === undefined) return DEFAULT_PAGE_LIMIT;
+  // Any whole number, however long: past 100 it is clamped, at or below zero the default.
+  if (typeof raw !== 'string' || !/^-?\d{1,100}$/.test(raw)) throw ApiError.invalid('limit must be a whole number.');
+  const n = Number(raw);
+  return n <= 0 ? DEFAULT_PAGE_LIMIT : Math.min(n, MAX_PAGE_LIMIT);
+}
+
+/** The position a `cursor` parameter names, null without one; 400 for anything this list did not issue to this account. */
+export function parsePageCursor(secret: string, purpose: string, accountId: string, raw: unknown): PageAfter | null {
+  if (raw === undefined) return null;
+  const decoded = typeof raw === 'string' ? decodeCursor<{ t: string; id: string; a: string }>(secret, purpose, raw) : null;
+  // A cursor minted for another account is as good as a forged one.
+  if (!decoded || decoded.a !== accountId || typeof decoded.t !== 'string' || typeof decoded.id !== 'string') {
+    throw ApiError.invalid('cursor is not valid; use next_cursor from a previous page.');
+  }
+  return { t: decoded.t, id: decoded.id };
+}
+
+export function pageCursor(secret: string, purpose: string, accountId: string, last: { createdAt: Date; id: string | bigint }): string {
+  return encodeCursor(secret, purpose, { t: last.createdAt.toISOString(), id: String(last.id), a: accountId });
+}
+
+/** One page in the shape of every v2 list: `limit + 1` rows were read to learn whether more follow. */
+export function pageOf<R, V>(rows: R[], limit: number, view: V[], cursorOf: (last: R) => string): { data: V[]; has_more: boolean; next_cursor?: string; limit: number } {
+  const hasMore = rows.length > limit;
+  return { data: view, has_more: hasMore, ...(hasMore ? { next_cursor: cursorOf(rows[limit - 1]!) } : {}), limit };
+}
