@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { notExpired } from '#libs/assets';
+import { isStorableText } from '#libs/contracts';
 import type { Db } from '#libs/db';
 import type { ApiWorkflow, NodeDefinitions } from '#libs/workflow';
 import { DB } from '../core/tokens.js';
@@ -84,7 +85,8 @@ export class InputFiles {
    * same object when nothing was replaced; otherwise a copy (the nodes it changed are new objects).
    */
   async resolve(accountId: string, workflow: unknown, defs: NodeDefinitions): Promise<unknown> {
-    const wanted = fileValues(workflow, defs);
+    // A name PostgreSQL cannot hold (a NUL) is no file of anyone's: validation refuses it.
+    const wanted = fileValues(workflow, defs).filter((w) => isStorableText(w.value));
     if (wanted.length === 0) return workflow;
     const refs = wanted.map((w) => {
       const ref = parseFileValue(w.value);
