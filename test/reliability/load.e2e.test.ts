@@ -140,7 +140,7 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     const prompts: string[] = [];
     const v1Prompts = (async () => {
       while (Date.now() < until - 8000) {
-        const r = await call(`${api.url}/api/prompt`, { method: 'POST', headers: { 'x-api-key': v1.key, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: textToImage(5000 + prompts.length, STEPS) }) });
+        const r = await submit(`${api.url}/api/prompt`, { method: 'POST', headers: { 'x-api-key': v1.key, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: textToImage(5000 + prompts.length, STEPS) }) });
         if (r.status !== 200) throw new Error(`v1 prompt refused: ${r.status} ${r.text}`);
         prompts.push(r.body.prompt_id);
         await sleep(6000);
