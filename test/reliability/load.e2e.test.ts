@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { Redis } from 'ioredis';
 import { mintRouterToken } from '#libs/auth';
-import { JobEventLog, compareStreamIds, jobKeys } from '#libs/jobs';
+import { JobEventLog, compareStreamIds, eventIdOf, jobKeys } from '#libs/jobs';
 import { startCloud, textToImage, tinyImage } from '../support/cloud.js';
 import { TEST_REDIS_URL } from '../support/env.js';
 import { bearer, call, jsonInit } from '../support/http.js';
@@ -84,6 +84,17 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
       );
     }
 
+    // A replica that sheds load answers 503 with Retry-After, and runs nothing: a client waits and
+    // sends the same request again (the Idempotency-Key is still free), as real clients do.
+    let shed = 0;
+    const submit = async (url: string, init: RequestInit) => {
+      for (;;) {
+        const r = await call(url, { ...init, signal: AbortSignal.timeout(30_000) });
+        if (r.status !== 503 || r.body?.error?.code !== 'service_unavailable') return r;
+        shed++;
+        await sleep(Number(r.headers.get('retry-after') ?? 1) * 1000);
+      }
+    };
     const started = Date.now();
     const until = started + SECONDS * 1000;
     const latencies: number[] = [];
@@ -99,10 +110,7 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
           const i = sent++;
           const tenant = tenants[i % tenants.length]!;
           const t0 = performance.now();
-          const p = call(`${api.url}/api/v2/jobs`, {
-            ...jsonInit('POST', { workflow: tinyImage(i % 251) }, bearer(tenant.key, { 'idempotency-key': randomUUID() })),
-            signal: AbortSignal.timeout(30_000),
-          })
+          const p = submit(`${api.url}/api/v2/jobs`, jsonInit('POST', { workflow: tinyImage(i % 251) }, bearer(tenant.key, { 'idempotency-key': randomUUID() })))
             .then((r) => {
               latencies.push(performance.now() - t0);
               if (r.status !== 201) failures.set(String(r.status), (failures.get(String(r.status)) ?? 0) + 1);
@@ -121,7 +129,7 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     const followers: { jobId: string; client: SseClient }[] = [];
     const watch = (async () => {
       for (let j = 0; j < watchedJobs; j++) {
-        const r = await call(`${api.url}/api/v2/jobs`, jsonInit('POST', { workflow: textToImage(1000 + j, STEPS) }, bearer(watcher.key)));
+        const r = await submit(`${api.url}/api/v2/jobs`, jsonInit('POST', { workflow: textToImage(1000 + j, STEPS) }, bearer(watcher.key)));
         if (r.status !== 201) throw new Error(`watched job refused: ${r.status} ${r.text}`);
         for (let c = 0; c < 100; c++) followers.push({ jobId: r.body.id, client: new SseClient(`${api.url}/api/v2/jobs/${r.body.id}/events`, bearer(watcher.key)) });
         await sleep((SECONDS * 1000 * 0.7) / watchedJobs);
@@ -132,7 +140,7 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     const prompts: string[] = [];
     const v1Prompts = (async () => {
       while (Date.now() < until - 8000) {
-        const r = await call(`${api.url}/api/prompt`, { method: 'POST', headers: { 'x-api-key': v1.key, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: textToImage(5000 + prompts.length, STEPS) }) });
+        const r = await submit(`${api.url}/api/prompt`, { method: 'POST', headers: { 'x-api-key': v1.key, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: textToImage(5000 + prompts.length, STEPS) }) });
         if (r.status !== 200) throw new Error(`v1 prompt refused: ${r.status} ${r.text}`);
         prompts.push(r.body.prompt_id);
         await sleep(6000);
@@ -175,7 +183,8 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     const redis = new Redis(TEST_REDIS_URL);
     const log = new JobEventLog(redis, jobKeys(stack.redisPrefix), 3_600_000);
     const logged = new Map<string, string[]>();
-    for (const jobId of new Set(followers.map((f) => f.jobId))) logged.set(jobId, (await log.since(jobId)).filter((e) => e.event === 'progress').map((e) => e.id));
+    // Logged events go out under their wire ids (eventIdOf).
+    for (const jobId of new Set(followers.map((f) => f.jobId))) logged.set(jobId, (await log.since(jobId)).filter((e) => e.event === 'progress').map((e) => eventIdOf(e.id)));
     redis.disconnect();
     let sseMissing = 0;
     let sseProgress = 0;
@@ -209,7 +218,7 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     const answered = latencies.length + failed;
 
     const figures = [
-      `submissions: ${sent} sent at ${RATE}/s over ${SECONDS} s, ${answered} answered, the last ${ms(drainMs)} after the window; errors ${failed}${failed ? ` (${[...failures].map(([k, n]) => `${k}×${n}`).join(', ')})` : ''}; p50 ${ms(pct(latencies, 0.5))}, p95 ${ms(pct(latencies, 0.95))}, p99 ${ms(pct(latencies, 0.99))}, max ${ms(pct(latencies, 1))}`,
+      `submissions: ${sent} sent at ${RATE}/s over ${SECONDS} s, ${answered} answered, the last ${ms(drainMs)} after the window; ${shed} shed with 503 and sent again; errors ${failed}${failed ? ` (${[...failures].map(([k, n]) => `${k}×${n}`).join(', ')})` : ''}; p50 ${ms(pct(latencies, 0.5))}, p95 ${ms(pct(latencies, 0.95))}, p99 ${ms(pct(latencies, 0.99))}, max ${ms(pct(latencies, 1))}`,
       `worker: ${ran} of the submitted jobs ran to success meanwhile (${(ran / SECONDS).toFixed(0)}/s on one worker; the rest wait in the queue)`,
       `SSE: ${followers.length} clients on ${logged.size} jobs, ${sseProgress} progress events delivered, ${sseMissing} missed`,
       `WebSocket: ${sockets.length} clients × ${prompts.length} prompts, ${wsProgress} progress messages delivered, ${wsShort} prompt views incomplete`,

@@ -72,7 +72,9 @@ describe('overload: a burst far above capacity while other processes keep both c
   beforeAll(async () => {
     await stack.open();
     // Keepalive comments every second show an open event stream still flowing through the pressure.
-    ({ api } = await startCloud(stack, { engine: { SIM_STEP_MS: '15' }, api: { SSE_KEEPALIVE_MS: '1000' } }));
+    // Low thresholds, so that the burst overloads this replica whatever the machine's speed today.
+    const limits = { OVERLOAD_MAX_REQUESTS_IN_FLIGHT: '24', OVERLOAD_MAX_ACCEPT_QUEUE: '32' };
+    ({ api } = await startCloud(stack, { engine: { SIM_STEP_MS: '15' }, api: { SSE_KEEPALIVE_MS: '1000', ...limits } }));
   }, 60_000);
   afterAll(async () => {
     for (const b of burners) if (b.exitCode === null) b.kill('SIGKILL');

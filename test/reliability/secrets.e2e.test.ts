@@ -299,7 +299,9 @@ describe('secrets: keys hashed at rest, partner keys never persisted or logged, 
     }
     // A valid key on the wrong surface, a router token on v2, and bad router tokens.
     answers.push({ what: 'router token as a v2 key', credential: routerToken, reply: await call(`${api.url}/api/v2/jobs`, { headers: bearer(routerToken) }) });
-    answers.push({ what: 'API key as a router token', credential: account.key, reply: await call(`${api.url}/v1/models`, { headers: bearer(account.key) }) });
+    // The router takes an account's own API key too (the console signs in with one); an unknown key is refused.
+    const unknownKey = `cck_AAAAAAAA_${'A'.repeat(43)}`;
+    answers.push({ what: 'unknown API key as a router credential', credential: unknownKey, reply: await call(`${api.url}/v1/models`, { headers: bearer(unknownKey) }) });
     for (const [name, token] of Object.entries({ forgedJwt, tamperedJwt, nobodyJwt })) {
       answers.push({ what: `router ${name}`, credential: token, reply: await call(`${api.url}/v1/models`, { headers: { authorization: `Bearer ${token}` } }) });
       answers.push({ what: `router call ${name}`, credential: token, reply: await call(`${api.url}/v1/models/openai/gpt-image-1`, jsonInit('POST', { model: 'gpt-image-1', prompt: 'x' }, { authorization: `Bearer ${token}` })) });

@@ -71,7 +71,9 @@ class LoadShedder {
   }
 
   async install(app: NestFastifyApplication): Promise<void> {
-    await app.register(underPressure, {
+    // Not awaited: the plugin loads in its turn when the app starts, as the pages before it do
+    // (awaiting it would load them all at once here, before anything watching the routes could).
+    void app.register(underPressure, {
       maxEventLoopDelay: this.limits.maxEventLoopDelayMs,
       maxEventLoopUtilization: this.limits.maxEventLoopUtilization,
       // The share of the last sample, not since the process started.

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { notExpired } from '#libs/assets';
-import type { Db } from '#libs/db';
 import { isStorableText } from '#libs/contracts';
+import type { Db } from '#libs/db';
 import type { EngineModels } from '#libs/jobs';
 import { EMBEDDINGS_FOLDER, MODELS_PREFIX, embeddingMentions, matchEmbedding, modelFilePath, parseModelPath } from '#libs/models';
 import { isAssetRef, type ApiWorkflow, type NodeDefinitions } from '#libs/workflow';
@@ -147,7 +147,8 @@ export class InputFiles {
       if (reserved.length > 0) replace(nodeId, (inputs) => reserved.forEach((k) => delete inputs[k]));
     }
 
-    const wanted = fileValues(workflow, defs);
+    // A name PostgreSQL cannot hold (a NUL) is no file of anyone's: validation refuses it.
+    const wanted = fileValues(workflow, defs).filter((w) => isStorableText(w.value));
     const modelInputs = await this.modelInputs(defs);
     const refs = wanted.map((w) => {
       const ref = parseFileValue(w.value);
@@ -159,8 +160,7 @@ export class InputFiles {
       return { ...w, ref, plain, model: folder ? modelFilePath(folder, w.value) : null };
     });
     const hashes = [...new Set(refs.flatMap((r) => (r.ref?.kind === 'upload' ? [r.ref.hash] : [])))];
-    // A name PostgreSQL cannot store (a NUL byte) names no file; validation refuses it.
-    const names = [...new Set(refs.flatMap((r) => (r.plain !== null ? [r.plain] : r.model !== null ? [r.model] : [])))].filter(isStorableText);
+    const names = [...new Set(refs.flatMap((r) => (r.plain !== null ? [r.plain] : r.model !== null ? [r.model] : [])))];
     const [byHash, byName] = await Promise.all([this.assetsByHash(accountId, hashes), this.assetsByName(accountId, names)]);
     for (const r of refs) {
       // The account's model file of this name comes before any shared model.
