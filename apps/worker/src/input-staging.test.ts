@@ -34,10 +34,14 @@ describe('stageInputs with model files', () => {
   const lora = Buffer.alloc(3000, 1);
   const embedding = Buffer.alloc(500, 2);
   const assets = [
-    { id: 'lora-1', accountId: 'acct-1', filePath: 'models/loras/styles/ink.safetensors', blobHash: blake3Hex(lora), contentType: 'application/octet-stream', blob: { sizeBytes: BigInt(lora.length) } },
-    { id: 'emb-1', accountId: 'acct-1', filePath: 'models/embeddings/sub/glow.safetensors', blobHash: blake3Hex(embedding), contentType: 'application/octet-stream', blob: { sizeBytes: BigInt(embedding.length) } },
+    { id: 'lora-1', accountId: 'acct-1', filePath: 'models/loras/styles/ink.safetensors', blobHash: blake3Hex(lora), contentType: 'application/octet-stream' },
+    { id: 'emb-1', accountId: 'acct-1', filePath: 'models/embeddings/sub/glow.safetensors', blobHash: blake3Hex(embedding), contentType: 'application/octet-stream' },
   ];
-  const db = { asset: { findMany: async ({ where }: { where: { id: { in: string[] }; accountId: string } }) => assets.filter((a) => where.id.in.includes(a.id) && a.accountId === where.accountId) } } as unknown as Db;
+  const sizes = new Map([[blake3Hex(lora), lora.length], [blake3Hex(embedding), embedding.length]]);
+  const db = {
+    asset: { findMany: async ({ where }: { where: { id: { in: string[] }; accountId: string } }) => assets.filter((a) => where.id.in.includes(a.id) && a.accountId === where.accountId) },
+    blob: { findUnique: async ({ where }: { where: { hash: string } }) => (sizes.has(where.hash) ? { sizeBytes: BigInt(sizes.get(where.hash)!) } : null) },
+  } as unknown as Db;
   const bytes = new Map([[blake3Hex(lora), lora], [blake3Hex(embedding), embedding]]);
   const store = { read: async (hash: string) => Readable.from([bytes.get(hash)!]) } as unknown as BlobStore;
   const engine = {} as EngineClient;

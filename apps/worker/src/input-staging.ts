@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { link, mkdir, readdir, rm, symlink } from 'node:fs/promises';
+import { link, mkdir, readdir, rm, rmdir, symlink, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Db } from '#libs/db';
 import type { ApiPrompt, EngineClient } from '#libs/engine-protocol';
@@ -152,14 +152,20 @@ export async function stageInputs(
 ): Promise<StagedInputs> {
   const ids = referencedAssetIds(workflow);
   if (ids.length === 0) return { workflow, tenantNames: new Map(), folder: null };
-  const assets = await db.asset.findMany({ where: { id: { in: ids }, accountId }, include: { blob: { select: { sizeBytes: true } } } });
+  const assets = await db.asset.findMany({ where: { id: { in: ids }, accountId } });
   const byId = new Map(assets.map((a) => [a.id, a]));
   const missing = ids.find((id) => !byId.has(id));
   if (missing) throw new StagingError(`Input asset ${missing} is no longer available.`);
   const tenantNames = new Map<string, string>();
   const engineName = new Map<string, string>();
   const modelAssets = assets.filter((a) => parseModelPath(a.filePath) !== null);
-  const staged = modelAssets.length > 0 ? await stageModels(modelAssets, folder, models) : null;
+  // A blob's size is read only to fetch it into the cache: a cached model costs no query.
+  const sizeOf = (hash: string) => async () => {
+    const blob = await db.blob.findUnique({ where: { hash }, select: { sizeBytes: true } });
+    if (!blob) throw new StagingError('A model file of the job is no longer available.');
+    return Number(blob.sizeBytes);
+  };
+  const staged = modelAssets.length > 0 ? await stageModels(modelAssets, folder, models, sizeOf) : null;
   try {
     for (const asset of assets) {
       const model = staged?.files.get(asset.id);
@@ -225,34 +231,45 @@ export async function stageInputs(
  * then see the cache at the same path).
  */
 async function stageModels(
-  assets: Array<{ id: string; filePath: string; blobHash: string; blob: { sizeBytes: bigint } }>,
+  assets: Array<{ id: string; filePath: string; blobHash: string }>,
   folder: string,
   models: ModelStaging | null,
+  sizeOf: (hash: string) => () => Promise<number>,
 ): Promise<{ files: Map<string, StagedModel>; release: () => Promise<void> }> {
   if (!models?.modelsDir) {
     throw new StagingError('This service cannot give its engines tenant model files (the worker has no ENGINE_MODELS_DIR); the job cannot run here.', 'models_unavailable');
   }
   const held: Array<{ release(): void }> = [];
-  const folders = new Set<string>();
+  const linked: Array<{ target: string; top: string }> = [];
+  // Each link, then its folders up to the model folder while they are empty: a few calls, not a tree walk.
   const release = async () => {
-    for (const f of folders) await rm(path.join(models.modelsDir, f, folder), { recursive: true, force: true });
+    for (const { target, top } of linked) {
+      await unlink(target).catch(() => undefined);
+      for (let dir = path.dirname(target); dir.startsWith(top) && dir !== top; dir = path.dirname(dir)) {
+        if (!(await rmdir(dir).then(() => true, () => false))) break;
+      }
+    }
     for (const h of held) h.release();
   };
   try {
     const files = new Map<string, StagedModel>();
     for (const asset of assets) {
       const { folder: modelFolder, name } = parseModelPath(asset.filePath)!;
-      const cached = await models.cache.acquire(asset.blobHash, Number(asset.blob.sizeBytes));
+      const cached = await models.cache.acquire(asset.blobHash, sizeOf(asset.blobHash));
       held.push(cached);
       const engineName = `${folder}/${asset.blobHash.slice(0, 16)}/${name}`;
       const target = path.join(models.modelsDir, modelFolder, engineName);
-      folders.add(modelFolder);
       await mkdir(path.dirname(target), { recursive: true });
-      await link(cached.path, target).catch(async (err: NodeJS.ErrnoException) => {
-        if (err.code === 'EEXIST') return;
-        if (err.code !== 'EXDEV' && err.code !== 'EPERM') throw err;
-        await symlink(cached.path, target);
-      });
+      const made = await link(cached.path, target).then(
+        () => true,
+        async (err: NodeJS.ErrnoException) => {
+          if (err.code === 'EEXIST') return false;
+          if (err.code !== 'EXDEV' && err.code !== 'EPERM') throw err;
+          await symlink(cached.path, target);
+          return true;
+        },
+      );
+      if (made) linked.push({ target, top: path.join(models.modelsDir, modelFolder) });
       files.set(asset.id, { engineName, folder: modelFolder });
     }
     return { files, release };

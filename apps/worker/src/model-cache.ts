@@ -98,18 +98,18 @@ export class ModelCache {
   }
 
   /**
-   * The cached file of a blob of `sizeBytes`, downloaded first if missing, held until `release()`.
-   * A blob whose bytes do not hash to its name, or have another size, is never cached
-   * (ModelVerificationError).
+   * The cached file of a blob of `sizeBytes` (or of the size the function reads, asked only when
+   * the file must be fetched), downloaded first if missing, held until `release()`. A blob whose
+   * bytes do not hash to its name, or have another size, is never cached (ModelVerificationError).
    */
-  async acquire(hash: string, sizeBytes: number): Promise<CachedModel> {
+  async acquire(hash: string, sizeBytes: number | (() => Promise<number>)): Promise<CachedModel> {
     await this.open();
     this.hold(hash);
     try {
       while (!this.entries.has(hash)) {
         let download = this.downloads.get(hash);
         if (!download) {
-          download = this.download(hash, sizeBytes).finally(() => this.downloads.delete(hash));
+          download = (typeof sizeBytes === 'number' ? Promise.resolve(sizeBytes) : sizeBytes()).then((size) => this.download(hash, size)).finally(() => this.downloads.delete(hash));
           this.downloads.set(hash, download);
         }
         await download;
