@@ -7,7 +7,7 @@ import type { Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import { blake3Hex, type BlobStore } from '#libs/storage';
 import type { NodeDefinitions } from '#libs/workflow';
-import { isStagedName, removeStagedInputs, removeStagingFolders, stageInputs, stagingFolder, StagingError, withoutStagedNames, type ApiWorkflow } from './input-staging.js';
+import { isStagedName, removeStagedInputs, removeStagingFolders, stageInputs, stagingFolder, StagingError, withoutStagedNames, type ApiWorkflow, type ModelStaging } from './input-staging.js';
 import { ModelCache } from './model-cache.js';
 
 const FOLDER = stagingFolder('secret-secret-secret', 'acct-1');
@@ -61,7 +61,8 @@ describe('stageInputs with model files', () => {
 
   test('links each file from the cache under the account\'s folder and rewrites names and embeddings', async () => {
     const { modelsDir, cache } = setup();
-    const staged = await stageInputs(workflow(), null, 'acct-1', FOLDER, db, store, engine, { cache, modelsDir });
+    const models: ModelStaging = { cache, modelsDir };
+    const staged = await stageInputs(workflow(), null, 'acct-1', FOLDER, db, store, engine, models);
     const loraName = `${FOLDER}/${blake3Hex(lora).slice(0, 16)}/styles/ink.safetensors`;
     const embName = `${FOLDER}/${blake3Hex(embedding).slice(0, 16)}/sub/glow.safetensors`;
     expect(staged.workflow['1']!.inputs.lora_name).toBe(loraName);
@@ -74,6 +75,8 @@ describe('stageInputs with model files', () => {
     expect(staged.tenantNames.get(loraName)).toBe('styles/ink.safetensors');
     expect(staged.tenantNames.get(embName.replace(/\.safetensors$/, ''))).toBe('sub/glow');
     await removeStagedInputs('', staged);
+    // Taken back after the job's end, before the next job stages anything.
+    await models.releasing;
     expect(readdirSync(path.join(modelsDir, 'loras'))).toEqual([]);
     expect(existsSync(path.join(modelsDir, 'embeddings', FOLDER))).toBe(false);
     // The cache keeps its copy for the next job.

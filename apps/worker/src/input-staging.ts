@@ -57,6 +57,8 @@ export interface ModelStaging {
   cache: ModelCache;
   /** Empty: the engine's model folders are out of reach, and jobs naming a tenant's model fail. */
   modelsDir: string;
+  /** The last job's files being taken back: the next job's staging waits for it. */
+  releasing?: Promise<void>;
 }
 
 /**
@@ -152,7 +154,8 @@ export async function stageInputs(
 ): Promise<StagedInputs> {
   const ids = referencedAssetIds(workflow);
   if (ids.length === 0) return { workflow, tenantNames: new Map(), folder: null };
-  const assets = await db.asset.findMany({ where: { id: { in: ids }, accountId } });
+  // The engine holds no other job's files when this one's go in.
+  const [assets] = await Promise.all([db.asset.findMany({ where: { id: { in: ids }, accountId } }), models?.releasing]);
   const byId = new Map(assets.map((a) => [a.id, a]));
   const missing = ids.find((id) => !byId.has(id));
   if (missing) throw new StagingError(`Input asset ${missing} is no longer available.`);
@@ -213,7 +216,8 @@ export async function stageInputs(
       }
       rewritten[nodeId] = { ...node, inputs };
     }
-    return { workflow: rewritten, tenantNames, folder, release: staged?.release };
+    const release = staged ? () => (models!.releasing = staged.release().catch(() => undefined)) : undefined;
+    return { workflow: rewritten, tenantNames, folder, release };
   } catch (err) {
     await staged?.release();
     throw err;
@@ -299,7 +303,9 @@ export async function removeStagingFolders(modelsDir: string): Promise<void> {
  * that deletes an input file).
  */
 export async function removeStagedInputs(engineInputDir: string, staged: StagedInputs): Promise<void> {
-  await staged.release?.();
+  // Not waited for: the job's end need not wait on it, and the engine runs nothing else before
+  // the next job's staging, which waits for it (ModelStaging.releasing).
+  void staged.release?.();
   if (!engineInputDir || !staged.folder) return;
   await rm(path.join(engineInputDir, staged.folder), { recursive: true, force: true });
 }
