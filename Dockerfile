@@ -61,9 +61,10 @@ COPY --chown=root:root --from=build /app/prisma/migrations ./prisma/migrations
 COPY --chown=root:root --from=build /app/apps/api/src/router/catalog/data ./apps/api/src/router/catalog/data
 COPY --chown=root:root docker/entrypoint.sh docker/healthcheck.mjs ./docker/
 # The code stays root-owned and read-only to the service user; only .data (the local blob
-# store, when no S3 is configured) is writable.
+# store, when no S3 is configured) and /tenant-models (a worker's model cache and the folder it
+# shares with its engine; a volume goes there) are writable.
 RUN chmod 0755 docker/entrypoint.sh \
- && mkdir -p .data && chown node:node .data
+ && mkdir -p .data /tenant-models && chown node:node .data /tenant-models
 USER node
 EXPOSE 8080 8081 8188
 ENTRYPOINT ["/usr/bin/tini", "--", "/app/docker/entrypoint.sh"]

@@ -66,13 +66,18 @@ for (const [key, variable] of Object.entries(ROUTER_KEY_VARIABLES)) if (simulate
 // Entries of ROUTER_UPSTREAM_BASE_URLS set in .env win over the simulator's.
 routerEnv.ROUTER_UPSTREAM_BASE_URLS = [...simulated.map((p) => `${p}=${simUrl}/${p}`), env.ROUTER_UPSTREAM_BASE_URLS ?? ''].filter(Boolean).join(',');
 
-await start('sim-engine', 'dist/apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: enginePort });
+// Tenants' model files: the worker links them from its cache into the engine's models folder,
+// both under .data/ (one file system, so hard links).
+const modelsDir = env.SIM_MODELS_DIR ?? '.data/engine-models';
+mkdirSync(modelsDir, { recursive: true });
+await start('sim-engine', 'dist/apps/sim-engine/src/main.js', { SIM_ENGINE_PORT: enginePort, SIM_MODELS_DIR: modelsDir });
 // Generations a quarter as long as the real ones: a video in about 10 s.
 await start('partner-sim', 'dist/apps/partner-sim/src/main.js', { PARTNER_SIM_PORT: simPort, PARTNER_SIM_TIME_SCALE: env.PARTNER_SIM_TIME_SCALE ?? '0.25' });
-await start('worker', 'dist/apps/worker/src/main.js', { ENGINE_URL: env.ENGINE_URL ?? `http://127.0.0.1:${enginePort}` });
+await start('worker', 'dist/apps/worker/src/main.js', { ENGINE_URL: env.ENGINE_URL ?? `http://127.0.0.1:${enginePort}`, ENGINE_MODELS_DIR: env.ENGINE_MODELS_DIR ?? modelsDir });
 // A development stack takes calls from pages on any origin (a front end on its own dev server);
 // CORS_ALLOWED_ORIGINS, even empty, says otherwise. Production's default is no origin at all.
-await start('api', 'dist/apps/api/src/main.js', { API_PORT: apiPort, CORS_ALLOWED_ORIGINS: env.CORS_ALLOWED_ORIGINS ?? '*', ...routerEnv });
+// Imports by URL may reach servers on this machine (a model hub mirror, a test server).
+await start('api', 'dist/apps/api/src/main.js', { API_PORT: apiPort, CORS_ALLOWED_ORIGINS: env.CORS_ALLOWED_ORIGINS ?? '*', OUTBOUND_ALLOW_LOOPBACK: env.OUTBOUND_ALLOW_LOOPBACK ?? 'true', ...routerEnv });
 
 const admin = (...args) => JSON.parse(execFileSync(process.execPath, ['dist/apps/admin/src/main.js', ...args], { env: { ...env, ...routerEnv } }).toString());
 

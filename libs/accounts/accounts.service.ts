@@ -9,6 +9,7 @@ export interface AccountLimitsPatch {
   maxQueuedJobs?: number;
   requestsPerMinute?: number;
   maxEventStreams?: number;
+  maxModelBytes?: bigint;
   routerEnabled?: boolean;
   routerEntitlements?: string[];
   routerMaxConcurrent?: number;

@@ -3,13 +3,17 @@ export interface TierLimits {
   maxQueuedJobs: number;
   requestsPerMinute: number;
   maxEventStreams: number;
+  /** Bytes of model files the account may keep (each blob counted once). */
+  maxModelBytes: bigint;
 }
+
+const GIB = 1024n ** 3n;
 
 // Defaults an account gets from its tier; operators may override any of them per account.
 export const TIERS = {
-  free: { maxConcurrentJobs: 1, maxQueuedJobs: 20, requestsPerMinute: 120, maxEventStreams: 10 },
-  pro: { maxConcurrentJobs: 3, maxQueuedJobs: 500, requestsPerMinute: 1200, maxEventStreams: 100 },
-  enterprise: { maxConcurrentJobs: 10, maxQueuedJobs: 10_000, requestsPerMinute: 60_000, maxEventStreams: 5_000 },
+  free: { maxConcurrentJobs: 1, maxQueuedJobs: 20, requestsPerMinute: 120, maxEventStreams: 10, maxModelBytes: 10n * GIB },
+  pro: { maxConcurrentJobs: 3, maxQueuedJobs: 500, requestsPerMinute: 1200, maxEventStreams: 100, maxModelBytes: 200n * GIB },
+  enterprise: { maxConcurrentJobs: 10, maxQueuedJobs: 10_000, requestsPerMinute: 60_000, maxEventStreams: 5_000, maxModelBytes: 2048n * GIB },
 } as const satisfies Record<string, TierLimits>;
 
 export type TierName = keyof typeof TIERS;

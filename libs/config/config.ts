@@ -30,6 +30,15 @@ export const ENV_DEFAULTS = {
   SIGNING_SECRET: 'dev-only-signing-secret-change-me',
   SIGNED_URL_TTL_SECONDS: '3600',
   MAX_UPLOAD_BYTES: String(100 * 1024 * 1024),
+  // Resumable uploads (tus, /api/v2/uploads): the largest file, and how long an unfinished one is kept.
+  MAX_RESUMABLE_UPLOAD_BYTES: String(10 * 1024 ** 3),
+  RESUMABLE_UPLOAD_EXPIRY_SECONDS: String(24 * 3600),
+  // Imports by URL (POST /api/v2/assets/from-url): the largest file, and how long one may take.
+  URL_IMPORT_MAX_BYTES: String(10 * 1024 ** 3),
+  URL_IMPORT_TIMEOUT_SECONDS: '1800',
+  // Outbound requests (imports by URL) may reach loopback addresses: for tests and `npm start` only.
+  // Private, link-local and metadata addresses are refused always.
+  OUTBOUND_ALLOW_LOOPBACK: 'false',
   MAX_JSON_BODY_BYTES: String(8 * 1024 * 1024),
   // v1 user data (the engine's user folder: saved workflows, settings): one file, and one account's total.
   USERDATA_MAX_FILE_BYTES: String(10 * 1024 * 1024),
@@ -88,6 +97,14 @@ export const ENV_DEFAULTS = {
   // The engine's input folder as the worker sees it (a shared volume), or empty: then staged inputs
   // stay there, in a folder no listing shows and no other tenant can name (docs/operations.md).
   ENGINE_INPUT_DIR: '',
+  // The engine's `models` folder as the worker sees it (a shared volume): tenants' model files are
+  // linked into it for their jobs. Empty: jobs that name a tenant's model file fail (models_unavailable).
+  ENGINE_MODELS_DIR: '',
+  // The worker's own cache of model files (content-addressed, least recently used evicted past the budget).
+  MODEL_CACHE_DIR: '.data/model-cache',
+  MODEL_CACHE_MAX_BYTES: String(50 * 1024 ** 3),
+  // How often a worker drops cached files whose blobs are deleted (deletions are also announced at once).
+  MODEL_CACHE_CHECK_SECONDS: '60',
   WORKER_ID: '',
   WORKER_HOST: '127.0.0.1',
   WORKER_PORT: '8081',
@@ -175,6 +192,11 @@ const schema = z.object({
   SIGNING_SECRET: z.string().min(16, 'must be at least 16 characters'),
   SIGNED_URL_TTL_SECONDS: int(1, 7 * 24 * 3600),
   MAX_UPLOAD_BYTES: int(1),
+  MAX_RESUMABLE_UPLOAD_BYTES: int(1),
+  RESUMABLE_UPLOAD_EXPIRY_SECONDS: int(60),
+  URL_IMPORT_MAX_BYTES: int(1),
+  URL_IMPORT_TIMEOUT_SECONDS: int(1, 24 * 3600),
+  OUTBOUND_ALLOW_LOOPBACK: bool,
   MAX_JSON_BODY_BYTES: int(1024),
   USERDATA_MAX_FILE_BYTES: int(1, 1024 * 1024 * 1024),
   USERDATA_MAX_ACCOUNT_BYTES: int(1),
@@ -212,6 +234,10 @@ const schema = z.object({
   ENGINE_URL: url(['http:', 'https:']),
   ENGINE_STALL_TIMEOUT_MS: int(100),
   ENGINE_INPUT_DIR: z.string(),
+  ENGINE_MODELS_DIR: z.string(),
+  MODEL_CACHE_DIR: z.string().min(1),
+  MODEL_CACHE_MAX_BYTES: int(1),
+  MODEL_CACHE_CHECK_SECONDS: int(1, 24 * 3600),
   WORKER_ID: z.string().regex(/^[A-Za-z0-9._-]{0,64}$/, 'letters, digits, . _ - only'),
   WORKER_HOST: z.string().min(1),
   WORKER_PORT: int(0, 65535),
@@ -267,6 +293,12 @@ export interface Config {
   signingSecret: string;
   signedUrlTtlSeconds: number;
   maxUploadBytes: number;
+  /** Resumable uploads: the largest file, and how long an unfinished one is kept. */
+  resumableUploads: { maxBytes: number; expirySeconds: number };
+  /** Imports by URL: the largest file and the time one may take. */
+  urlImports: { maxBytes: number; timeoutSeconds: number };
+  /** Outbound requests may reach loopback addresses (tests, `npm start`); never private ones. */
+  outboundAllowLoopback: boolean;
   maxJsonBodyBytes: number;
   /** v1 user data: bytes of one file, bytes and files of one account. */
   userdata: { maxFileBytes: number; maxAccountBytes: number; maxFiles: number };
@@ -300,7 +332,19 @@ export interface Config {
     sseKeepaliveMs: number;
     preferWaitMaxSeconds: number;
   };
-  worker: { engineUrl: string; engineStallTimeoutMs: number; engineInputDir: string; workerId: string; host: string; port: number; shutdownGraceMs: number; logCaptureBytes: number };
+  worker: {
+    engineUrl: string;
+    engineStallTimeoutMs: number;
+    engineInputDir: string;
+    engineModelsDir: string;
+    /** The worker's model cache: where, how many bytes at most, how often deleted blobs are looked for. */
+    modelCache: { dir: string; maxBytes: number; checkSeconds: number };
+    workerId: string;
+    host: string;
+    port: number;
+    shutdownGraceMs: number;
+    logCaptureBytes: number;
+  };
   router: {
     jwtSecret: string;
     jwtPublicKeys: string;
@@ -427,6 +471,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     signingSecret: e.SIGNING_SECRET,
     signedUrlTtlSeconds: e.SIGNED_URL_TTL_SECONDS,
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
+    resumableUploads: { maxBytes: e.MAX_RESUMABLE_UPLOAD_BYTES, expirySeconds: e.RESUMABLE_UPLOAD_EXPIRY_SECONDS },
+    urlImports: { maxBytes: e.URL_IMPORT_MAX_BYTES, timeoutSeconds: e.URL_IMPORT_TIMEOUT_SECONDS },
+    outboundAllowLoopback: e.OUTBOUND_ALLOW_LOOPBACK,
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
     userdata: { maxFileBytes: e.USERDATA_MAX_FILE_BYTES, maxAccountBytes: e.USERDATA_MAX_ACCOUNT_BYTES, maxFiles: e.USERDATA_MAX_FILES },
     http: {
@@ -474,6 +521,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       engineUrl: e.ENGINE_URL,
       engineStallTimeoutMs: e.ENGINE_STALL_TIMEOUT_MS,
       engineInputDir: e.ENGINE_INPUT_DIR,
+      engineModelsDir: e.ENGINE_MODELS_DIR,
+      modelCache: { dir: e.MODEL_CACHE_DIR, maxBytes: e.MODEL_CACHE_MAX_BYTES, checkSeconds: e.MODEL_CACHE_CHECK_SECONDS },
       workerId: e.WORKER_ID,
       host: e.WORKER_HOST,
       port: e.WORKER_PORT,

@@ -24,6 +24,12 @@ export const ERROR_STATUS = {
   invalid_json: 400,
   unsupported_media_type: 415,
   payload_too_large: 413,
+  // The account's model files would take more bytes than its tier allows.
+  storage_limit_exceeded: 413,
+  // A resumable upload's request conflicts with its state (the offset moved on, another request holds it).
+  upload_conflict: 409,
+  // A file the service was asked to fetch from a URL could not be fetched (details.reason says why).
+  import_failed: 422,
   method_not_allowed: 405,
   range_not_satisfiable: 416,
   request_timeout: 408,

@@ -45,21 +45,13 @@ const NOT_TENANT_SCOPED: Record<string, string> = {
   'HEAD /api/features': 'static server features',
   'GET /api/system_stats': 'static shape, no host facts',
   'HEAD /api/system_stats': 'static shape, no host facts',
-  'GET /api/embeddings': "the engines' embedding names, the same for everyone",
-  'HEAD /api/embeddings': "the engines' embedding names",
   'POST /api/free': 'accepted and ignored: no caller may empty the shared engines',
   'GET /api/extensions': 'always empty: the service serves no front end',
   'HEAD /api/extensions': 'always empty',
-  'GET /api/models': "the engines' model folders, the same for everyone",
+  'GET /api/models': "the engines' model folders, the same for everyone (a tenant's files count only in them)",
   'HEAD /api/models': "the engines' model folders",
-  'GET /api/models/:p': "the engines' model files, the same for everyone",
-  'HEAD /api/models/:p': "the engines' model files",
   'GET /api/experiment/models': "the engines' model folders, the same for everyone",
   'HEAD /api/experiment/models': "the engines' model folders",
-  'GET /api/experiment/models/:p': "the engines' model files, the same for everyone",
-  'HEAD /api/experiment/models/:p': "the engines' model files",
-  'GET /api/view_metadata/:p': "the engines' model files (no metadata is known)",
-  'HEAD /api/view_metadata/:p': "the engines' model files",
   'GET /api/internal/folder_paths': "the engines' model folders, with no path",
   'HEAD /api/internal/folder_paths': "the engines' model folders",
   'GET /api/i18n': 'always empty: the engines report no translations',
@@ -174,6 +166,10 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     userFile: `workflows/alice-${randomUUID()}.json`,
     userFileText: '{"alice": "secret workflow"}',
     settings: { 'Alice.Secret': `a-setting-${randomUUID()}` },
+    model: null as any,
+    modelName: `alice-style-${randomUUID().slice(0, 8)}.safetensors`,
+    embedding: null as any,
+    resumable: '',
   };
   const pinned = tinyImage(10);
   const sockets: { a: SocketRecorder; b: SocketRecorder; c: SocketRecorder; bAlias: SocketRecorder } = {} as never;
@@ -237,6 +233,14 @@ describe('tenant isolation: account B learns nothing of account A and changes no
 
     A.uploadBytes = randomBytes(300);
     A.upload = (await v2(a.key, '/api/v2/assets', { method: 'POST', body: uploadForm(A.uploadBytes, 'a-input.bin') })).body;
+    // A's model files (a LoRA with metadata, an embedding) and a resumable upload A has begun.
+    const modelBytes = Buffer.concat([Buffer.from([40, 0, 0, 0, 0, 0, 0, 0]), Buffer.from(JSON.stringify({ __metadata__: { author: 'alice' } }).padEnd(40))]);
+    await waitUntil(async () => (await v1(a.key, '/api/models/loras')).status === 200, 20_000, 'the engine\'s model folders');
+    A.model = (await v2(a.key, '/api/v2/assets', { method: 'POST', body: uploadForm(modelBytes, 'm.safetensors', { file_path: `models/loras/${A.modelName}` }) })).body;
+    expect(A.model.file_path).toBe(`models/loras/${A.modelName}`);
+    A.embedding = (await v2(a.key, '/api/v2/assets', { method: 'POST', body: uploadForm(randomBytes(64), 'e.pt', { file_path: 'models/embeddings/alice-secret-embedding.pt' }) })).body;
+    const began = await v2(a.key, '/api/v2/uploads', { method: 'POST', headers: { 'tus-resumable': '1.0.0', 'upload-length': '1000', 'upload-metadata': `file_path ${Buffer.from('models/loras/big.safetensors').toString('base64')}` } });
+    A.resumable = began.headers.get('location')!.split('/').pop()!;
     A.v1Bytes = testPng(8, 8, 42);
     A.v1Name = (await v1Upload(a.key, A.v1Bytes)).body.name;
     expect((await v1(a.key, `/api/userdata/${encodeURIComponent(A.userFile)}`, { method: 'POST', body: A.userFileText })).status).toBe(200);
@@ -643,6 +647,71 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       },
     },
     {
+      family: "v1 model lists and metadata while A has model files (B vs a fresh account; A's file name)",
+      routes: ['GET /api/models/:p', 'HEAD /api/models/:p', 'GET /api/experiment/models/:p', 'HEAD /api/experiment/models/:p', 'GET /api/embeddings', 'HEAD /api/embeddings', 'GET /api/view_metadata/:p', 'HEAD /api/view_metadata/:p'],
+      probes: () => [
+        ...['/api/models/loras', '/api/experiment/models/loras', '/api/embeddings', '/api/object_info/LoraLoader'].flatMap((path) => [
+          same(`GET ${path} (B vs a fresh account)`, (who) => v1(who.key, path)),
+          same(`HEAD ${path}`, (who) => v1(who.key, path, { method: 'HEAD' })),
+        ]),
+        ...read("/api/view_metadata/loras?filename={A's LoRA}", (n, m) => v1(B.key, `/api/view_metadata/loras?filename=${n}`, { method: m }), () => A.modelName, () => `alice-style-${randomBytes(4).toString('hex')}.safetensors`, 404),
+      ],
+    },
+    {
+      family: "v2 and v1 submissions naming A's model files: by name, by asset reference, in an embedding",
+      routes: ['POST /api/v2/jobs', 'POST /api/prompt'],
+      probes: () => {
+        const withLora = (lora: unknown) => ({
+          '4': { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'v1-5-pruned-emaonly.safetensors' } },
+          '10': { class_type: 'LoraLoader', inputs: { model: ['4', 0], clip: ['4', 1], lora_name: lora, strength_model: 1, strength_clip: 1 } },
+          '11': { class_type: 'PreviewAny', inputs: { source: ['10', 0] } },
+        });
+        // As long as A's name: the answers are compared byte for byte, the name masked.
+        const unknownName = () => `alice-style-${randomBytes(4).toString('hex')}.safetensors`;
+        // What the job runs (as stored, after resolution) carries no asset: no file of A's goes to the engine.
+        const embeddingJob = async (name: string) => {
+          const r = await v2(B.key, '/api/v2/jobs', jsonInit('POST', { workflow: { '1': { class_type: 'PrimitiveString', inputs: { value: `a cat embedding:${name}` } }, '2': { class_type: 'PreviewAny', inputs: { source: ['1', 0] } } } }));
+          const stored = await stack.db.job.findUnique({ where: { id: r.body.id }, select: { workflow: true } });
+          return { status: r.status, carriesAsset: JSON.stringify(stored?.workflow).includes('core/ASSET') };
+        };
+        return [
+          ...read("POST /api/v2/jobs naming A's LoRA", (n) => v2(B.key, '/api/v2/jobs', jsonInit('POST', { workflow: withLora(n) })), () => A.modelName, unknownName, 422, ['POST']),
+          ...read("POST /api/prompt naming A's LoRA", (n) => v1(B.key, '/api/prompt', jsonInit('POST', { prompt: withLora(n) })), () => A.modelName, unknownName, 400, ['POST']),
+          ...read("POST /api/v2/jobs with A's LoRA asset in the slot", (id) => v2(B.key, '/api/v2/jobs', jsonInit('POST', { workflow: withLora({ __type: 'core/ASSET', info: { id } }) })), () => A.model.id, () => randomUUID(), 422, ['POST']),
+          // The embedding's name rides along with no file of A's: the job is B's own, like one naming nothing.
+          {
+            what: "POST /api/v2/jobs whose prompt names A's embedding",
+            theirs: () => embeddingJob('alice-secret-embedding'),
+            unknown: () => embeddingJob('nobody-embedding'),
+            status: 201,
+          },
+        ];
+      },
+    },
+    {
+      family: "v2 resumable uploads: A's upload in progress (offset, append, abandon), and creating one",
+      routes: ['POST /api/v2/uploads', 'HEAD /api/v2/uploads/:id', 'PATCH /api/v2/uploads/:id', 'DELETE /api/v2/uploads/:id'],
+      probes: () => {
+        const tus = (id: string, method: string, extra: Record<string, string> = {}, body?: Uint8Array) => v2(B.key, `/api/v2/uploads/${id}`, { method, headers: { 'tus-resumable': '1.0.0', ...extra }, body });
+        const unknownId = () => `${randomBytes(6).toString('hex')}-${randomBytes(16).toString('hex')}`;
+        return [
+          ...read("HEAD /api/v2/uploads/{A's upload}", (id) => tus(id, 'HEAD'), () => A.resumable, unknownId, 404, ['HEAD']),
+          ...read("PATCH /api/v2/uploads/{A's upload}", (id) => tus(id, 'PATCH', { 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' }, randomBytes(1000)), () => A.resumable, unknownId, 404, ['PATCH']),
+          ...read("DELETE /api/v2/uploads/{A's upload}", (id) => tus(id, 'DELETE'), () => A.resumable, unknownId, 404, ['DELETE']),
+          same('POST /api/v2/uploads (B vs a fresh account)', (who) =>
+            v2(who.key, '/api/v2/uploads', { method: 'POST', headers: { 'tus-resumable': '1.0.0', 'upload-length': '10', 'upload-metadata': `file_path ${Buffer.from('models/loras/big.safetensors').toString('base64')}` } }), 201),
+        ];
+      },
+    },
+    {
+      family: "v2 import by URL: A's blob behind the API's own address (no loopback here), B vs a fresh account",
+      routes: ['POST /api/v2/assets/from-url'],
+      probes: () => [
+        ...read("POST /api/v2/assets/from-url of A's blob", (h) => v2(B.key, '/api/v2/assets/from-url', jsonInit('POST', { url: `${api}/blobs/${h}` })), () => A.model.hash.slice('blake3:'.length), randomHash, 422, ['POST']),
+        same('POST /api/v2/assets/from-url (B vs a fresh account)', (who) => v2(who.key, '/api/v2/assets/from-url', jsonInit('POST', { url: 'http://169.254.169.254/latest/meta-data/' })), 422),
+      ],
+    },
+    {
       family: 'deployment surface: A\'s deployment id by path and by host',
       routes: ['GET /workflow', 'HEAD /workflow'],
       probes: () => {
@@ -758,6 +827,8 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       userFile: `${userFile.status} ${userFile.text === A.userFileText}`,
       settings: JSON.stringify(settings) === JSON.stringify(A.settings),
       ownLog: log > 0,
+      modelListed: ((await v1(A.account.key, '/api/models/loras')).body as string[]).includes(A.modelName),
+      uploadResumable: (await v2(A.account.key, `/api/v2/uploads/${A.resumable}`, { method: 'HEAD', headers: { 'tus-resumable': '1.0.0' } })).headers.get('upload-offset'),
     };
     const expected = {
       running: 'running',
@@ -774,6 +845,8 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       userFile: '200 true',
       settings: true,
       ownLog: true,
+      modelListed: true,
+      uploadResumable: '0',
     };
     const differs = Object.keys(expected).filter((k) => JSON.stringify(checks[k as keyof typeof checks]) !== JSON.stringify(expected[k as keyof typeof expected]));
     report.record({

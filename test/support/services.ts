@@ -29,6 +29,20 @@ function asPostgres(tool: string, args: string[]): void {
   if (result.status !== 0) throw new Error(`${tool} ${args.join(' ')} failed: ${result.stderr || result.stdout}`);
 }
 
+/** Resolves once the child prints `text` on stdout; fails if it exits or stays silent past `timeoutMs`. */
+function printed(child: ChildProcess, text: string, what: string, timeoutMs: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not start`)), timeoutMs);
+    child.stdout!.on('data', (d: Buffer) => {
+      if (d.toString().includes(text)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${what} exited with ${code}`)));
+  });
+}
+
 export class PrivatePostgres {
   readonly dir = `/tmp/${uniqueName('cct_pg')}`;
   port = 0;
@@ -82,16 +96,7 @@ export class PrivateRedis {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('redis-server did not start')), 10_000);
-      child.stdout!.on('data', (d: Buffer) => {
-        if (d.toString().includes('Ready to accept connections')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}`)));
-    });
+    await printed(child, 'Ready to accept connections', 'redis-server', 10_000);
   }
 
   async kill(): Promise<void> {
@@ -173,5 +178,39 @@ export class FaultProxy {
   async close(): Promise<void> {
     for (const s of this.open) s.destroy();
     await new Promise((resolve) => this.server?.close(resolve));
+  }
+}
+
+/**
+ * An S3-compatible server of the suite's own (scripts/s3-test-server.mjs on a free port), for
+ * suites that need the multipart calls that script adds to s3rver (resumable uploads), whatever
+ * server TEST_S3_ENDPOINT names.
+ */
+export class PrivateS3 {
+  port = 0;
+  private child: ChildProcess | null = null;
+  private readonly dir = `/tmp/${uniqueName('cct_s3')}`;
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<this> {
+    this.port = await freePort();
+    mkdirSync(this.dir, { recursive: true });
+    const child = spawn(process.execPath, ['scripts/s3-test-server.mjs'], { env: { ...process.env, S3RVER_PORT: String(this.port), S3RVER_DIR: this.dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    await printed(child, '"listening"', 'the S3 test server', 15_000);
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(this.dir, { recursive: true, force: true });
   }
 }

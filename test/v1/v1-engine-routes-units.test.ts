@@ -76,12 +76,13 @@ describe('request URL rewriting', () => {
 });
 
 describe('model lists, logs and the stock template', () => {
-  it('merges an account\'s own model entries after the engines\' ones, without repeats', () => {
+  it('merges an account\'s own model entries after the engines\' ones, without repeats, in the engines\' folders only', () => {
     const engines = { embeddings: ['e1'], folders: { checkpoints: ['a.safetensors', 'b.safetensors'], loras: [] } };
     expect(mergeModelLists(engines)).toEqual({ embeddings: ['e1'], folders: { checkpoints: ['a.safetensors', 'b.safetensors'], loras: [] } });
     expect(mergeModelLists(engines, { folders: { checkpoints: ['mine.safetensors', 'a.safetensors'], upscale_models: ['x.pth'] }, embeddings: ['e1', 'e2'] })).toEqual({
       embeddings: ['e1', 'e2'],
-      folders: { checkpoints: ['a.safetensors', 'b.safetensors', 'mine.safetensors'], loras: [], upscale_models: ['x.pth'] },
+      // No engine has an upscale_models folder: a file there could not be loaded, so it is not listed.
+      folders: { checkpoints: ['a.safetensors', 'b.safetensors', 'mine.safetensors'], loras: [] },
     });
   });
 

@@ -189,7 +189,7 @@ describe('GET /api/v2/assets and GET /api/v2/account', () => {
       const carol = await stack.account({ name: 'carol' });
       await stack.accounts.setLimits(carol.id, { maxConcurrentJobs: 1 });
       const idle = (await get(carol.key, '/api/v2/account')).body.usage;
-      expect(idle).toEqual({ running_jobs: 0, queued_jobs: 0, open_event_streams: 0, requests_this_minute: 1 });
+      expect(idle).toEqual({ running_jobs: 0, queued_jobs: 0, open_event_streams: 0, requests_this_minute: 1, model_bytes: 0 });
 
       const running = await get(carol.key, '/api/v2/jobs', jsonInit('POST', { workflow: slowJob(60_000) }));
       await waitUntil(async () => (await get(carol.key, `/api/v2/jobs/${running.body.id}`)).body.status === 'running', 20_000, 'running');

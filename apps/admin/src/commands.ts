@@ -54,6 +54,15 @@ function optionalInt(values: Record<string, string | undefined>, name: string): 
   return v === undefined ? undefined : boundedInt(v, name, 0);
 }
 
+/** A byte count for a bigint column: zero or more. */
+function optionalBytes(values: Record<string, string | undefined>, name: string): bigint | undefined {
+  const v = values[name];
+  if (v === undefined) return undefined;
+  const n = wholeNumber(v, name);
+  if (n < 0n) throw new InputError(`--${name} must be 0 or more`);
+  return n;
+}
+
 function optionalBool(values: Record<string, string | undefined>, name: string): boolean | undefined {
   const v = values[name];
   if (v === undefined) return undefined;
@@ -76,6 +85,7 @@ const LIMIT_FLAGS = {
   'max-queued-jobs': str,
   'requests-per-minute': str,
   'max-event-streams': str,
+  'max-model-bytes': str,
   'router-enabled': str,
   'router-entitlements': str,
   'router-max-concurrent': str,
@@ -94,6 +104,7 @@ function limitsPatch(v: Record<string, string | undefined>): AccountLimitsPatch 
     maxQueuedJobs: optionalInt(v, 'max-queued-jobs'),
     requestsPerMinute: optionalInt(v, 'requests-per-minute'),
     maxEventStreams: optionalInt(v, 'max-event-streams'),
+    maxModelBytes: optionalBytes(v, 'max-model-bytes'),
     routerEnabled: optionalBool(v, 'router-enabled'),
     routerEntitlements:
       v['router-entitlements'] === undefined ? undefined : v['router-entitlements'].split(',').map((s) => s.trim()).filter(Boolean),
@@ -117,6 +128,7 @@ function accountJson(a: { id: string; name: string; tier: string; status: string
       max_queued_jobs: a.maxQueuedJobs,
       requests_per_minute: a.requestsPerMinute,
       max_event_streams: a.maxEventStreams,
+      max_model_bytes: a.maxModelBytes,
     },
     router: {
       enabled: a.routerEnabled,
@@ -155,7 +167,7 @@ export const commands: Command[] = [
   {
     group: 'account',
     action: 'set',
-    summary: '--account ID [--tier T] [--status active|inactive] [--max-concurrent-jobs N] [--max-queued-jobs N] [--requests-per-minute N] [--max-event-streams N] [--router-enabled true|false] [--router-entitlements a/b,c/*] [--router-max-concurrent N] [--router-spend-cap-cents N] [--router-window-calls N] [--router-window-seconds N]',
+    summary: '--account ID [--tier T] [--status active|inactive] [--max-concurrent-jobs N] [--max-queued-jobs N] [--requests-per-minute N] [--max-event-streams N] [--max-model-bytes N] [--router-enabled true|false] [--router-entitlements a/b,c/*] [--router-max-concurrent N] [--router-spend-cap-cents N] [--router-window-calls N] [--router-window-seconds N]',
     options: { account: str, ...LIMIT_FLAGS },
     changesAuth: true,
     async run({ values, db, accounts }) {

@@ -11,6 +11,7 @@ import { AllErrorsFilter } from './http/exception.filter.js';
 import { AccountModule } from './v2/account/account.module.js';
 import { AssetsModule } from './v2/assets/assets.module.js';
 import { JobsModule } from './v2/jobs/jobs.module.js';
+import { UploadsModule } from './v2/uploads/uploads.module.js';
 import { V1Module } from './v1/v1.module.js';
 
 @Module({})
@@ -18,7 +19,7 @@ export class AppModule {
   static forConfig(config: Config): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forConfig(config), AuthModule, AssetsModule, AccountModule, JobsModule, V1Module, RouterModule, MetricsModule],
+      imports: [CoreModule.forConfig(config), AuthModule, AssetsModule, UploadsModule, AccountModule, JobsModule, V1Module, RouterModule, MetricsModule],
       controllers: [HealthController, BlobsController],
       providers: [{ provide: APP_FILTER, useClass: AllErrorsFilter }],
     };

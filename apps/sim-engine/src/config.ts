@@ -15,8 +15,13 @@ export interface SimConfig {
   tempDir: string;
   /** VAEDecode output size = latent size * 8 * imageScale */
   imageScale: number;
-  /** files CheckpointLoaderSimple lists */
+  /** checkpoint names CheckpointLoaderSimple lists with no file behind them (stand-ins that load nothing) */
   checkpoints: string[];
+  /**
+   * The engine's `models` directory (`loras/`, `checkpoints/`, `embeddings/`, …): the loaders list
+   * and open real files there. Undefined: only the stand-in checkpoints exist.
+   */
+  modelsDir: string | undefined;
   /**
    * A recorded `GET /object_info` (JSON file) whose classes are reported too, the sim's own
    * taking precedence: a real engine's full set of definitions, for clients and benchmarks that
@@ -72,6 +77,7 @@ export function resolveConfig(options: Partial<SimConfig> = {}, env: NodeJS.Proc
     tempDir: path.resolve(tempDir),
     imageScale: options.imageScale ?? num(env.SIM_IMAGE_SCALE, 1),
     checkpoints: options.checkpoints ?? (env.SIM_CHECKPOINTS ? env.SIM_CHECKPOINTS.split(',').map((s) => s.trim()).filter(Boolean) : DEFAULT_CHECKPOINTS),
+    modelsDir: options.modelsDir ?? (env.SIM_MODELS_DIR ? path.resolve(env.SIM_MODELS_DIR) : undefined),
     objectInfoFile: options.objectInfoFile ?? (env.SIM_OBJECT_INFO_FILE || undefined),
     maxUploadSize: options.maxUploadSize ?? num(env.SIM_MAX_UPLOAD_SIZE, 100 * 1024 * 1024),
     logToStderr: options.logToStderr ?? env.SIM_LOG_STDERR !== '0',

@@ -15,6 +15,7 @@ import { registerInfoRoutes } from './routes/info-routes.js';
 import { registerLogsRoutes } from './routes/logs-routes.js';
 import { registerPromptRoutes } from './routes/prompt-routes.js';
 import { registerWsRoute } from './routes/ws-route.js';
+import { ModelFolders } from './models.js';
 import { Storage } from './storage.js';
 import { PromptValidator } from './validation.js';
 import { WsHub } from './ws-hub.js';
@@ -31,11 +32,19 @@ export interface SimEngine {
 }
 
 function createState(config: SimConfig): EngineState {
-  const storage = new Storage(config.inputDir, config.outputDir, config.tempDir);
+  const storage = new Storage(config.inputDir, config.outputDir, config.tempDir, new ModelFolders(config.modelsDir, config.checkpoints));
   const hub = new WsHub();
   const logs = new EngineLogs(hub, config.logToStderr);
   const recorded = config.objectInfoFile ? (JSON.parse(readFileSync(config.objectInfoFile, 'utf8')) as ObjectInfo) : {};
-  const registry = new NodeRegistry(() => ({ checkpoints: config.checkpoints, inputImages: storage.listInputImages(), inputAudio: storage.listInputAudio() }), recorded);
+  const registry = new NodeRegistry(() => {
+    const lists = new Map<string, string[]>();
+    const models = (folder: string): string[] => {
+      let names = lists.get(folder);
+      if (!names) lists.set(folder, (names = storage.models.list(folder)));
+      return names;
+    };
+    return { inputImages: storage.listInputImages(), inputAudio: storage.listInputAudio(), models };
+  }, recorded);
   const state = {} as EngineState;
   // The engine broadcasts `status` on every queue change.
   const queue = new PromptQueue(() => hub.sendJson('status', { status: queueInfo(state) }, null));

@@ -1,6 +1,7 @@
 /** The engine's input/output/temp folders and its file-naming rules. */
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { ModelFolders } from './models.js';
 
 export type FolderType = 'input' | 'output' | 'temp';
 
@@ -13,6 +14,8 @@ export class Storage {
     readonly inputDir: string,
     readonly outputDir: string,
     readonly tempDir: string,
+    /** The model folders the loaders read. */
+    readonly models: ModelFolders = new ModelFolders(undefined),
   ) {
     for (const d of [inputDir, outputDir, tempDir]) mkdirSync(d, { recursive: true });
   }

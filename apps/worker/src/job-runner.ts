@@ -22,7 +22,7 @@ import type { BlobStore } from '#libs/storage';
 import type { ProgressView } from '#libs/contracts';
 import type { NodeDefinitions } from '#libs/workflow';
 import { scopeEngineCache } from './cache-scope.js';
-import { removeStagedInputs, stageInputs, stagingFolder, StagingError, type ApiWorkflow, type StagedInputs } from './input-staging.js';
+import { removeStagedInputs, stageInputs, stagingFolder, StagingError, type ApiWorkflow, type ModelStaging, type StagedInputs } from './input-staging.js';
 import { OutputStore, OutputStoreError, type StoredOutput } from './output-store.js';
 import { PngPromptRewriter } from './png-prompt.js';
 import { TenantView } from './tenant-view.js';
@@ -47,6 +47,8 @@ export interface RunnerDeps {
   log: Log;
   /** The engine's node definitions as last read, null before the first read. */
   definitions: () => NodeDefinitions | null;
+  /** Where tenants' model files come from and go for a job; null: nowhere. */
+  models: ModelStaging | null;
 }
 
 // Once the engine has finished a job, the time its outputs may still take to store past the run
@@ -225,9 +227,9 @@ export class JobRunner {
     try {
       this.stage = 'staging';
       const scoped = scopeEngineCache(workflow, job.accountId, this.d.definitions());
-      inputs = await stageInputs(scoped, submitted, job.accountId, stagingFolder(config.signingSecret, job.accountId), db, store, engine);
+      inputs = await stageInputs(scoped, submitted, job.accountId, stagingFolder(config.signingSecret, job.accountId), db, store, engine, this.d.models);
     } catch (err) {
-      if (err instanceof StagingError) return { outcome: { status: 'failed', error: { code: 'missing_asset', message: err.message } } };
+      if (err instanceof StagingError) return { outcome: { status: 'failed', error: { code: err.code, message: err.message } } };
       return { handBack: `Could not stage inputs on the engine: ${(err as Error).message}` };
     }
     try {

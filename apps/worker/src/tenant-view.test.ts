@@ -16,6 +16,20 @@ describe('TenantView', () => {
     expect(view.value(message)).toEqual({ type: 'execution_error', data: { current_inputs: { image: ['photo.png'] }, exception_message: 'photo.png' } });
   });
 
+  test('rewrites a model file given to the engine, and an embedding named without its extension', () => {
+    const models = new TenantView(
+      new Map([
+        ['cloud-abc/0123456789abcdef/styles/ink.safetensors', 'styles/ink.safetensors'],
+        ['cloud-abc/fedcba9876543210/glow.safetensors', 'glow.safetensors'],
+        ['cloud-abc/fedcba9876543210/glow', 'glow'],
+      ]),
+      'cloud-abc',
+    );
+    expect(models.text("Error while deserializing header in '/opt/ComfyUI/models/loras/cloud-abc/0123456789abcdef/styles/ink.safetensors'")).toBe("Error while deserializing header in 'styles/ink.safetensors'");
+    expect(models.text('warning, embedding:cloud-abc/fedcba9876543210/glow does not exist')).toBe('warning, embedding:glow does not exist');
+    expect(models.value({ lora_name: ['cloud-abc/0123456789abcdef/styles/ink.safetensors'] })).toEqual({ lora_name: ['styles/ink.safetensors'] });
+  });
+
   test('without staged files it only drops the cache scope', () => {
     const plain = new TenantView(new Map(), null);
     expect(plain.text('/opt/ComfyUI/models/x.safetensors')).toBe('/opt/ComfyUI/models/x.safetensors');

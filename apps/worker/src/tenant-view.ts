@@ -25,9 +25,10 @@ export class TenantView {
   ) {
     const names = [...tenantNames.keys()].sort((a, b) => b.length - a.length).map(escapeRegExp);
     // A staged name with whatever path the engine put before it (`/…/ComfyUI/input/cloud-…/x.png`,
-    // Windows paths too); then the staging folder itself, wherever it is still named.
-    const alternatives = names.map((n) => `(?:[A-Za-z]:)?(?:[^\\s'"\`()\\[\\]{},]*[\\\\/])?${n.split('/').join('[\\\\/]')}`);
-    if (stagingFolder) alternatives.push(`(?:[A-Za-z]:)?(?:[^\\s'"\`()\\[\\]{},]*[\\\\/])?${escapeRegExp(stagingFolder)}(?:[\\\\/])?`);
+    // Windows paths too, whose drive letter stands alone: not the `g:` of `embedding:cloud-…`);
+    // then the staging folder itself, wherever it is still named.
+    const alternatives = names.map((n) => `(?:(?<![A-Za-z0-9])[A-Za-z]:)?(?:[^\\s'"\`()\\[\\]{},]*[\\\\/])?${n.split('/').join('[\\\\/]')}`);
+    if (stagingFolder) alternatives.push(`(?:(?<![A-Za-z0-9])[A-Za-z]:)?(?:[^\\s'"\`()\\[\\]{},]*[\\\\/])?${escapeRegExp(stagingFolder)}(?:[\\\\/])?`);
     this.pattern = alternatives.length > 0 ? new RegExp(alternatives.join('|'), 'g') : null;
   }
 

@@ -21,9 +21,12 @@ import {
   type WorkerState,
 } from '#libs/jobs';
 import { ProcessMetrics, setEngineReady } from '#libs/metrics';
+import { modelEvictionChannel } from '#libs/models';
 import { createBlobStore, StorageWriteProbe } from '#libs/storage';
 import { startHealthServer } from './health-server.js';
+import { removeStagingFolders, withoutStagedFiles, withoutStagedNames, type ModelStaging } from './input-staging.js';
 import { JobRunner } from './job-runner.js';
+import { ModelCache } from './model-cache.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -80,6 +83,7 @@ export class WorkerProcess {
   private readonly queue;
   private readonly storage: StorageWriteProbe;
   private readonly metrics = new ProcessMetrics('worker');
+  private readonly models: ModelStaging;
   private worker: Worker<RunPayload> | null = null;
   private health: Server | null = null;
   private healthPort = 0;
@@ -116,6 +120,11 @@ export class WorkerProcess {
       maxAttempts: config.jobs.maxAttempts,
       deadlineGraceMs: 30_000,
     });
+    const cacheLog = this.log.child({ component: 'model-cache' });
+    this.models = {
+      cache: new ModelCache(store, { ...config.worker.modelCache, log: (level, msg, fields) => cacheLog(level, msg, fields) }),
+      modelsDir: config.worker.engineModelsDir,
+    };
     this.runner = new JobRunner({
       db: this.db,
       redis: this.redis,
@@ -129,9 +138,14 @@ export class WorkerProcess {
       workerId: this.id,
       log: this.log,
       definitions: () => this.definitions,
+      models: this.models,
     });
-    this.subscriber.on('message', (_channel, jobId: string) => this.runner.cancel(jobId));
-    void this.subscriber.subscribe(keys.cancelChannel).catch(() => undefined);
+    const evictions = modelEvictionChannel(config.redisPrefix);
+    this.subscriber.on('message', (channel, message: string) => {
+      if (channel === keys.cancelChannel) this.runner.cancel(message);
+      else if (channel === evictions) void this.evictIfDeleted([message]);
+    });
+    void this.subscriber.subscribe(keys.cancelChannel, ...(this.models.modelsDir ? [evictions] : [])).catch(() => undefined);
   }
 
   async start(): Promise<void> {
@@ -143,6 +157,12 @@ export class WorkerProcess {
     this.every(2000, () => this.sweeper.sweep().then(() => undefined));
     this.every(1000, () => this.dispatcher.kick());
     await this.report();
+    if (this.models.modelsDir) {
+      await removeStagingFolders(this.models.modelsDir);
+      await this.models.cache.open();
+      // Announcements can be missed (a restart, a lost connection): deleted blobs are also looked for.
+      this.every(this.config.worker.modelCache.checkSeconds * 1000, () => this.evictIfDeleted());
+    }
     while (!(await this.engine.ready(1000))) {
       if (this.stopping) return;
       await new Promise((r) => setTimeout(r, 250));
@@ -178,7 +198,8 @@ export class WorkerProcess {
   private async publishDefinitions(): Promise<void> {
     if (!this.engineReady) return;
     const keys = jobKeys(this.config.redisPrefix);
-    const definitions = await this.engine.objectInfo();
+    // Files staged for a running job show in the engine's model lists: no tenant may see them.
+    const definitions = withoutStagedNames(await this.engine.objectInfo());
     this.definitions = definitions;
     if (await publishEngineReport(this.redis, keys.nodeDefinitions, definitions)) {
       this.log('info', 'published node definitions', { classes: Object.keys(definitions).length });
@@ -194,8 +215,23 @@ export class WorkerProcess {
   private async engineModels(): Promise<EngineModels> {
     const folders: Record<string, string[]> = {};
     // One folder at a time: a few small local reads every 30 s, never a burst at the engine.
-    for (const folder of await this.engine.models()) folders[folder] = await this.engine.models(folder);
-    return { embeddings: await this.engine.embeddings(), folders };
+    for (const folder of await this.engine.models()) folders[folder] = withoutStagedFiles(await this.engine.models(folder));
+    return { embeddings: withoutStagedFiles(await this.engine.embeddings()), folders };
+  }
+
+  /**
+   * Drops cached model files whose blobs are no longer stored (their last asset was deleted): the
+   * hashes announced, or every cached one.
+   */
+  private async evictIfDeleted(hashes?: string[]): Promise<void> {
+    const stored = async (list: string[]) => new Set((await this.db.blob.findMany({ where: { hash: { in: list } }, select: { hash: true } })).map((b) => b.hash));
+    if (!hashes) {
+      await this.models.cache.retainStored(stored);
+      return;
+    }
+    const alive = await stored(hashes).catch(() => null);
+    if (!alive) return;
+    for (const hash of hashes) if (!alive.has(hash)) await this.models.cache.evict(hash).catch(() => undefined);
   }
 
   private async process(payload: RunPayload): Promise<void> {

@@ -32,6 +32,7 @@ export function buildOpenApiDocument(app: INestApplication, config: Config): Ope
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A router token (`sub` = account id), minted by an operator.' }, 'routerJwt')
     .addTag('jobs', 'v2: durable, pollable, cancelable executions of a workflow.')
     .addTag('assets', 'v2: uploads and outputs, UUID records over content-addressed blobs.')
+    .addTag('uploads', 'v2: resumable uploads (tus) for large files such as models.')
     .addTag('account', 'v2: your credit balance, charges, limits and usage (read-only).')
     .addTag('v1', 'Deprecated engine-compatible API.')
     .addTag('router', 'Model router: synchronous partner-model calls.')

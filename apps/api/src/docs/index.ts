@@ -5,7 +5,7 @@ import type { Config } from '#libs/config';
 import { deploymentIdOf, linkBase } from '../surface/request-scope.js';
 import { buildOpenApiDocument } from './document.js';
 
-export { AccountDocs, AssetDocs, BlobDocs, HealthDocs, JobDocs } from './v2-endpoints.js';
+export { AccountDocs, AssetDocs, BlobDocs, HealthDocs, JobDocs, UploadDocs } from './v2-endpoints.js';
 
 /**
  * `<BASE_PATH>/openapi.json` (the document) and `<BASE_PATH>/docs` (Swagger UI, its assets served

@@ -220,22 +220,24 @@ const v2: Record<string, Schema> = {
       credit_balance: { type: 'integer', format: 'int64', description: 'Credits; a submission needs a positive balance.' },
       limits: {
         type: 'object',
-        required: ['max_concurrent_jobs', 'max_queued_jobs', 'requests_per_minute', 'max_event_streams'],
+        required: ['max_concurrent_jobs', 'max_queued_jobs', 'requests_per_minute', 'max_event_streams', 'max_model_bytes'],
         properties: {
           max_concurrent_jobs: { type: 'integer' },
           max_queued_jobs: { type: 'integer' },
           requests_per_minute: { type: 'integer' },
           max_event_streams: { type: 'integer' },
+          max_model_bytes: { type: 'integer', format: 'int64', description: 'Bytes your model files (assets under `models/<folder>/`) may take.' },
         },
       },
       usage: {
         type: 'object',
-        required: ['running_jobs', 'queued_jobs', 'open_event_streams', 'requests_this_minute'],
+        required: ['running_jobs', 'queued_jobs', 'open_event_streams', 'requests_this_minute', 'model_bytes'],
         properties: {
           running_jobs: { type: 'integer', description: 'Running or canceling now.' },
           queued_jobs: { type: 'integer', description: 'Queued now (counted against `max_queued_jobs`).' },
           open_event_streams: { type: 'integer' },
           requests_this_minute: { type: 'integer', description: 'Requests counted in the current one-minute window, this one included.' },
+          model_bytes: { type: 'integer', format: 'int64', description: 'Bytes your model files take now, each blob counted once (against `max_model_bytes`).' },
         },
       },
       router: {
@@ -270,6 +272,18 @@ const v2: Record<string, Schema> = {
     properties: {
       hash: { type: 'string', pattern: '^blake3:[0-9a-f]{64}$' },
       file_path: { type: 'string' },
+      tags: { type: 'array', items: { type: 'string' } },
+      expires_in: { type: 'integer', minimum: 60, maximum: 604800 },
+    },
+  },
+  AssetFromUrl: {
+    type: 'object',
+    required: ['url'],
+    properties: {
+      url: { type: 'string', format: 'uri', description: 'http(s); fetched by the service.' },
+      file_path: { type: 'string', description: 'Defaults to the URL\'s last path segment. `models/<folder>/<name>` makes a model file.' },
+      content_type: { type: 'string' },
+      expected_hash: { type: 'string', pattern: '^blake3:[0-9a-f]{64}$' },
       tags: { type: 'array', items: { type: 'string' } },
       expires_in: { type: 'integer', minimum: 60, maximum: 604800 },
     },

@@ -118,7 +118,20 @@ export const AssetDocs = {
       ApiBody({ schema: ref('AssetUpload') }),
       ok(201, 'Asset', 'Stored: the bytes were new.'),
       ok(200, 'Asset', 'Recorded over a blob that already existed (deduplicated).'),
-      ...errors(...V2_COMMON, 'invalid_request', 'hash_mismatch', 'idempotency_key_reuse', 'payload_too_large', 'unsupported_media_type'),
+      ...errors(...V2_COMMON, 'invalid_request', 'hash_mismatch', 'idempotency_key_reuse', 'payload_too_large', 'storage_limit_exceeded', 'unsupported_media_type'),
+    ),
+  fromUrl: () =>
+    applyDecorators(
+      ...endpoint(
+        'Import an asset from a URL',
+        'The service fetches the file (a model hub\'s download link, say) and records it like an upload: blake3 on the way, deduplicated, `models/<folder>/` paths checked and counted. ' +
+          'Only http(s); targets in private, loopback, link-local or reserved ranges are refused, redirects included (at most 3); the size and the time are capped (`URL_IMPORT_MAX_BYTES`, `URL_IMPORT_TIMEOUT_SECONDS`).',
+      ),
+      ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Single-use, as for uploads.' }),
+      ApiBody({ schema: ref('AssetFromUrl') }),
+      ok(201, 'Asset', 'Stored: the bytes were new to you.'),
+      ok(200, 'Asset', 'Recorded over bytes you already had.'),
+      ...errors(...V2_COMMON, 'invalid_request', 'invalid_json', 'hash_mismatch', 'idempotency_key_reuse', 'import_failed', 'payload_too_large', 'storage_limit_exceeded'),
     ),
   list: () =>
     applyDecorators(
@@ -135,7 +148,7 @@ export const AssetDocs = {
       ApiBody({ schema: ref('AssetFromHash') }),
       ok(201, 'Asset', 'A new asset record.'),
       ok(200, 'Asset', 'An identical record already existed.'),
-      ...errors(...V2_COMMON, 'invalid_request', 'invalid_json', 'blob_not_found'),
+      ...errors(...V2_COMMON, 'invalid_request', 'invalid_json', 'blob_not_found', 'storage_limit_exceeded'),
     ),
   byHash: () =>
     applyDecorators(
@@ -163,6 +176,56 @@ export const AssetDocs = {
       ApiResponse({ status: 200, description: 'The bytes (self-hosted).', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } as never),
       ApiResponse({ status: 206, description: 'A byte range (self-hosted).' }),
       ...errors(...READ, 'range_not_satisfiable'),
+    ),
+};
+
+const uploadId = ApiParam({ name: 'id', description: 'Upload id, the last segment of the `Location` the creation answered.', schema: { type: 'string' } });
+const TUS_RESUMABLE = ApiHeader({ name: 'Tus-Resumable', required: true, description: '`1.0.0`.' });
+const UPLOAD_ERRORS: ErrorCode[] = [...V2_COMMON, 'invalid_request', 'not_found', 'upload_conflict'];
+
+export const UploadDocs = {
+  controller: () => applyDecorators(ApiTags('uploads'), ApiBearerAuth('apiKey')),
+  create: () =>
+    applyDecorators(
+      ...endpoint(
+        'Create a resumable upload (tus)',
+        'The tus 1.0.0 protocol (creation, creation-with-upload, termination, expiration), for large files such as models (up to `MAX_RESUMABLE_UPLOAD_BYTES`, default 10 GiB). ' +
+          '`Upload-Metadata` carries `file_path` (or `filename`), and optionally `content_type`, `expected_hash` (`blake3:<hex>`) and `expires_in`. ' +
+          'The last request of an upload answers with the Asset it became (201 here, 200 on a PATCH).',
+      ),
+      TUS_RESUMABLE,
+      ApiHeader({ name: 'Upload-Length', required: true, description: 'The file\'s size in bytes.' }),
+      ApiHeader({ name: 'Upload-Metadata', required: true, description: 'Comma-separated `key base64(value)` pairs.' }),
+      ApiResponse({ status: 201, description: 'Created (`Location` names the upload); with the Asset as its body when the request carried the whole file.', headers: { Location: { schema: { type: 'string', format: 'uri' } } } } as never),
+      ...errors(...UPLOAD_ERRORS, 'hash_mismatch', 'payload_too_large', 'storage_limit_exceeded'),
+    ),
+  offset: () =>
+    applyDecorators(
+      ...endpoint('Read a resumable upload\'s offset (tus)', 'How many bytes arrived: resume the upload from `Upload-Offset`.'),
+      uploadId,
+      TUS_RESUMABLE,
+      ApiResponse({ status: 200, description: 'No body; `Upload-Offset` and `Upload-Length`.' }),
+      ApiResponse({ status: 404, description: 'No such upload of yours (no body: HEAD).' }),
+      ApiResponse({ status: 401, description: 'Missing or invalid credentials (no body: HEAD).' }),
+      ApiResponse({ status: 429, description: 'Rate limited (no body: HEAD).', headers: RETRY_AFTER } as never),
+    ),
+  append: () =>
+    applyDecorators(
+      ...endpoint('Append to a resumable upload (tus)', '`Content-Type: application/offset+octet-stream`, `Upload-Offset` equal to the current offset. The request that completes the file answers 200 with the Asset.'),
+      uploadId,
+      TUS_RESUMABLE,
+      ApiHeader({ name: 'Upload-Offset', required: true, description: 'Where these bytes start.' }),
+      ApiResponse({ status: 204, description: 'Stored; `Upload-Offset` is the new offset.' }),
+      ok(200, 'Asset', 'The upload is complete and became this asset.'),
+      ...errors(...UPLOAD_ERRORS, 'hash_mismatch', 'payload_too_large', 'storage_limit_exceeded', 'unsupported_media_type'),
+    ),
+  abandon: () =>
+    applyDecorators(
+      ...endpoint('Abandon a resumable upload (tus)', 'Its bytes are deleted.'),
+      uploadId,
+      TUS_RESUMABLE,
+      ApiResponse({ status: 204, description: 'Deleted.' }),
+      ...errors(...UPLOAD_ERRORS),
     ),
 };
 

@@ -11,7 +11,11 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
  * What clients send beyond the CORS-safelisted headers. A browser only sends a header the
  * preflight allowed, and `*` would not cover `Authorization`, so they are named.
  */
-export const CORS_REQUEST_HEADERS = ['Authorization', 'X-API-Key', 'Content-Type', 'Idempotency-Key', 'Prefer', 'Last-Event-ID', 'If-None-Match', 'Range', 'X-Request-Id'];
+export const CORS_REQUEST_HEADERS = [
+  'Authorization', 'X-API-Key', 'Content-Type', 'Idempotency-Key', 'Prefer', 'Last-Event-ID', 'If-None-Match', 'Range', 'X-Request-Id',
+  // resumable uploads (tus)
+  'Tus-Resumable', 'Upload-Length', 'Upload-Offset', 'Upload-Metadata', 'Upload-Defer-Length',
+];
 
 /**
  * What clients read beyond the safelisted response headers (Content-Type, Content-Length, …):
@@ -29,6 +33,15 @@ export const CORS_EXPOSED_HEADERS = [
   // v2 submissions
   'Idempotent-Replayed',
   'Preference-Applied',
+  // resumable uploads (tus)
+  'Tus-Resumable',
+  'Tus-Version',
+  'Tus-Extension',
+  'Tus-Max-Size',
+  'Upload-Offset',
+  'Upload-Length',
+  'Upload-Metadata',
+  'Upload-Expires',
   // the router
   'X-Service-Request-Id',
   'X-Service-Error-Type',

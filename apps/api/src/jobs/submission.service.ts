@@ -7,7 +7,7 @@ import type { Account, Db, Deployment, Job } from '#libs/db';
 import { assetRefIds, isAssetRef, validateWorkflow, workflowFormat, type ApiWorkflow, type NodeDefinitions, type ValidationOutcome } from '#libs/workflow';
 import { CONFIG, DB } from '../core/tokens.js';
 import { isUuid } from '../http/uuid.pipe.js';
-import { fileValues, withoutFileChoices } from '../inputs/file-inputs.js';
+import { withoutFileChoices } from '../inputs/file-inputs.js';
 import { InputFiles } from '../inputs/input-files.service.js';
 import { InsertBatcher, type NewJobRow } from './insert-batcher.js';
 import { JobPipeline } from './job-pipeline.js';
@@ -113,8 +113,8 @@ export class SubmissionService {
     const resolved = await this.inputs.resolve(accountId, workflow, defs);
     const outcome = validateWorkflow(resolved, withoutFileChoices(defs));
     if (!outcome.ok) {
-      const unresolved = fileValues(resolved, defs).some((v) => v.kind !== null);
-      const named = unresolved ? validateWorkflow(resolved, await this.inputs.definitionsFor(accountId, defs)) : outcome;
+      // The refusal lists the account's own files and models where the engine lists its folders'.
+      const named = validateWorkflow(resolved, await this.inputs.definitionsFor(accountId, defs));
       throw new WorkflowRejected(named.ok ? outcome : named);
     }
     return { workflow: resolved as ApiWorkflow, outputs: outcome.outputs };

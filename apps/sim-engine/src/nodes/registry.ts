@@ -2,12 +2,14 @@
 import type { NodeDefinition, ObjectInfo } from '#libs/engine-protocol';
 import { AUDIO_NODES } from './audio-nodes.js';
 import { IMAGE_NODES } from './image-nodes.js';
+import { LOADER_NODES } from './loader-nodes.js';
 import { SAMPLING_NODES } from './sampling-nodes.js';
 import { SIM_NODES } from './sim-nodes.js';
 import { TEXT_NODES } from './text-nodes.js';
 import type { EnvironmentLists, SimNode } from './types.js';
 
 export const NODE_CLASSES: Record<string, SimNode> = {
+  ...LOADER_NODES,
   ...SAMPLING_NODES,
   ...IMAGE_NODES,
   ...TEXT_NODES,

@@ -6,7 +6,9 @@ import sharp from 'sharp';
 import type { ImageBatch } from '../image.js';
 import { def } from './image-nodes.js';
 import type { NodeContext, PreviewImage, SimNode } from './types.js';
-import { hash32, type ClipValue, type ConditioningValue, type LatentValue, type ModelValue, type VaeValue } from './values.js';
+import { embeddingMentions } from '#libs/models';
+import { weightsOf } from './loader-nodes.js';
+import { hash32, type ConditioningValue, type LatentValue, type ModelValue } from './values.js';
 
 type Sample = NonNullable<LatentValue['sample']>;
 
@@ -68,29 +70,31 @@ async function preview(sample: Sample, latent: LatentValue, progress: number): P
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-const checkpointLoader: SimNode = {
-  definition(env) {
-    const d = def('CheckpointLoaderSimple');
-    d.input.required!.ckpt_name![0] = env.checkpoints;
-    return d;
-  },
-  execute(inputs) {
-    const checkpoint = String(inputs.ckpt_name);
-    return {
-      outputs: [
-        { kind: 'MODEL', checkpoint } satisfies ModelValue,
-        { kind: 'CLIP', checkpoint } satisfies ClipValue,
-        { kind: 'VAE', checkpoint } satisfies VaeValue,
-      ],
-    };
-  },
-};
-
+/**
+ * The prompt's conditioning. Embeddings the text names (`embedding:<name>`) are loaded as the
+ * engine's tokenizer does: found and readable, they change the conditioning; missing or broken,
+ * the engine logs a warning and goes on without them.
+ */
 const clipTextEncode: SimNode = {
   definition: () => def('CLIPTextEncode'),
-  execute(inputs) {
+  async execute(inputs, ctx) {
     const text = String(inputs.text);
-    return { outputs: [{ kind: 'CONDITIONING', text, hash: hash32(text) } satisfies ConditioningValue] };
+    const loaded: string[] = [];
+    for (const mention of embeddingMentions(text)) {
+      const candidate = mention.candidates.find((c) => ctx.storage.models.embeddingPath(c) !== null);
+      const file = candidate === undefined ? null : ctx.storage.models.embeddingPath(candidate);
+      if (!file) {
+        ctx.log(`warning, embedding:${mention.word} does not exist, ignoring`);
+        continue;
+      }
+      try {
+        loaded.push(await weightsOf(file));
+      } catch {
+        ctx.log(`error loading embedding, skipping loading: ${mention.word}`);
+      }
+    }
+    const hash = hash32(loaded.length > 0 ? `${text}|${loaded.join(',')}` : text);
+    return { outputs: [{ kind: 'CONDITIONING', text, hash } satisfies ConditioningValue] };
   },
 };
 
@@ -139,7 +143,6 @@ const vaeDecode: SimNode = {
 };
 
 export const SAMPLING_NODES: Record<string, SimNode> = {
-  CheckpointLoaderSimple: checkpointLoader,
   CLIPTextEncode: clipTextEncode,
   EmptyLatentImage: emptyLatentImage,
   KSampler: kSampler,

@@ -31,9 +31,10 @@ export interface NodeResult {
 }
 
 export interface EnvironmentLists {
-  checkpoints: string[];
   inputImages: string[];
   inputAudio: string[];
+  /** A model folder's file names (read once per snapshot of the definitions). */
+  models(folder: string): string[];
 }
 
 export interface SimNode {

@@ -3,12 +3,8 @@ import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import { ENGINE_VERSION, serverFeatures, type EngineState } from '../engine-state.js';
 import { sendEmpty, sendJson } from '../http-util.js';
+import { MODEL_FOLDERS } from '../models.js';
 
-const MODEL_FOLDERS = [
-  'checkpoints', 'configs', 'loras', 'vae', 'text_encoders', 'diffusion_models', 'clip_vision', 'style_models', 'embeddings',
-  'diffusers', 'vae_approx', 'controlnet', 'gligen', 'upscale_models', 'custom_nodes', 'hypernetworks', 'photomaker',
-  'classifiers', 'model_patches', 'audio_encoders',
-];
 
 export function registerInfoRoutes(app: FastifyInstance, state: EngineState): void {
   app.get('/object_info', async (_req, reply) => sendJson(reply, state.registry.objectInfo()));
@@ -40,11 +36,12 @@ export function registerInfoRoutes(app: FastifyInstance, state: EngineState): vo
   });
 
   app.get('/features', async (_req, reply) => sendJson(reply, serverFeatures(state)));
-  app.get('/embeddings', async (_req, reply) => sendJson(reply, []));
+  // Names without their extension, as the engine's route lists them.
+  app.get('/embeddings', async (_req, reply) => sendJson(reply, state.storage.models.list('embeddings').map((n) => n.replace(/\.[^./]*$/, ''))));
   app.get('/extensions', async (_req, reply) => sendJson(reply, []));
   app.get('/models', async (_req, reply) => sendJson(reply, MODEL_FOLDERS));
   app.get<{ Params: { folder: string } }>('/models/:folder', async (req, reply) => {
     if (!MODEL_FOLDERS.includes(req.params.folder)) return sendEmpty(reply, 404);
-    return sendJson(reply, req.params.folder === 'checkpoints' ? state.config.checkpoints : []);
+    return sendJson(reply, state.storage.models.list(req.params.folder));
   });
 }

@@ -1,9 +1,13 @@
-import { Controller, Get, Param, Query, UseGuards } from '@nestjs/common';
+import { Controller, Get, Inject, Param, Query, UseGuards } from '@nestjs/common';
 import { ApiError } from '#libs/contracts';
-import type { Account } from '#libs/db';
+import type { Account, Db } from '#libs/db';
+import type { BlobStore } from '#libs/storage';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../../auth/index.js';
+import { BLOB_STORE, DB } from '../../core/tokens.js';
+import { InputFiles } from '../../inputs/input-files.service.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { AccountModels } from './model-lists.js';
+import { safetensorsMetadata } from './safetensors-header.js';
 
 /** Folders the engine's `/experiment/models` leaves out (app/model_manager.py). */
 const NOT_MODEL_FOLDERS = new Set(['configs', 'custom_nodes']);
@@ -15,7 +19,12 @@ const NOT_MODEL_FOLDERS = new Set(['configs', 'custom_nodes']);
 @Controller('api')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1ModelsController {
-  constructor(private readonly models: AccountModels) {}
+  constructor(
+    private readonly models: AccountModels,
+    private readonly inputs: InputFiles,
+    @Inject(DB) private readonly db: Db,
+    @Inject(BLOB_STORE) private readonly store: BlobStore,
+  ) {}
 
   @Get('embeddings')
   async embeddings(@CurrentAccount() account: Account) {
@@ -49,14 +58,19 @@ export class V1ModelsController {
 
   /**
    * A safetensors model's `__metadata__`. The engine answers 404 for a name that is not a
-   * `.safetensors` file of the folder and for one without metadata; the engines report no model
-   * headers, so every model here is one without: 404, after the same checks.
+   * `.safetensors` file of the folder and for one without metadata. The account's own files are
+   * read here (their header only); the engines report no headers of theirs, so a shared model is
+   * one without: 404, after the same checks.
    */
   @Get('view_metadata/:folder')
   async viewMetadata(@CurrentAccount() account: Account, @Param('folder') folder: string, @Query('filename') filename: unknown) {
     if (typeof filename !== 'string' || !filename.endsWith('.safetensors')) throw ApiError.notFound('safetensors model');
     if (!(await this.filesOf(account, folder)).includes(filename)) throw ApiError.notFound('model');
-    throw new ApiError('not_found', 'No metadata is known for this model.');
+    const own = (await this.inputs.models(account.id)).find(folder, filename);
+    const asset = own ? await this.db.asset.findUnique({ where: { id: own.assetId }, select: { blobHash: true } }) : null;
+    const metadata = asset ? await safetensorsMetadata(this.store, asset.blobHash) : null;
+    if (!metadata) throw new ApiError('not_found', 'No metadata is known for this model.');
+    return metadata;
   }
 
   private async filesOf(account: Account, folder: string): Promise<string[]> {

@@ -4,6 +4,7 @@ import { ApiError } from '#libs/contracts';
 import type { Account, Db, Prisma } from '#libs/db';
 import { CONFIG, DB } from '../../core/tokens.js';
 import { AccountLimits } from '../../limits/index.js';
+import { ModelStorage } from '../assets/model-storage.js';
 import { pageCursor, pageOf, parsePageCursor, parsePageLimit } from '../paging.js';
 
 const PURPOSE = 'v2-account-charges';
@@ -32,6 +33,7 @@ export class AccountView {
     @Inject(DB) private readonly db: Db,
     @Inject(CONFIG) private readonly config: Config,
     private readonly limits: AccountLimits,
+    private readonly models: ModelStorage,
   ) {}
 
   async render(caller: Account, query: Record<string, unknown>) {
@@ -42,11 +44,12 @@ export class AccountView {
       const t = new Date(after.t);
       ledger.push({ OR: [{ createdAt: { lt: t } }, { createdAt: t, id: { lt: BigInt(after.id) } }] });
     }
-    const [account, counts, usage, entries] = await Promise.all([
+    const [account, counts, usage, entries, modelBytes] = await Promise.all([
       this.db.account.findUnique({ where: { id: caller.id } }),
       this.db.jobQueueCount.findUnique({ where: { accountId: caller.id } }),
       this.limits.usage(caller),
       this.db.creditLedgerEntry.findMany({ where: { AND: ledger }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: limit + 1 }),
+      this.models.usedBytes(caller.id),
     ]);
     // Deleted between authentication and this read: as any other request of a vanished account.
     if (!account) throw new ApiError('unauthorized', 'Missing or invalid credentials.');
@@ -61,12 +64,15 @@ export class AccountView {
         max_queued_jobs: account.maxQueuedJobs,
         requests_per_minute: account.requestsPerMinute,
         max_event_streams: account.maxEventStreams,
+        max_model_bytes: Number(account.maxModelBytes),
       },
       usage: {
         running_jobs: counts?.running ?? 0,
         queued_jobs: (counts?.waiting ?? 0) + (counts?.handed ?? 0),
         open_event_streams: usage.openStreams,
         requests_this_minute: usage.requestsThisMinute,
+        // Bytes of the account's model files (models/<folder>/ assets), each blob once.
+        model_bytes: Number(modelBytes),
       },
       router: {
         enabled: account.routerEnabled,

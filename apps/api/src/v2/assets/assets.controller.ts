@@ -17,6 +17,7 @@ import { AssetList } from './asset-list.js';
 import { AssetsService, checkTags, parseExpiresIn } from './assets.service.js';
 import { lastField, readMultipartUpload } from './multipart-upload.js';
 import { UploadKeys } from './upload-keys.js';
+import { UrlImports } from './url-import.js';
 import { parseIdempotencyKey } from '../jobs/submit-body.js';
 
 @AssetDocs.controller()
@@ -26,6 +27,7 @@ export class AssetsController {
   constructor(
     private readonly assets: AssetsService,
     private readonly keys: UploadKeys,
+    private readonly imports: UrlImports,
     private readonly list: AssetList,
     @Inject(BLOB_STORE) private readonly store: BlobStore,
     @Inject(CONFIG) private readonly config: Config,
@@ -65,6 +67,18 @@ export class AssetsController {
       await discard(parsed.stored);
       throw err;
     }
+  }
+
+  /** A file fetched from a URL by the service, recorded like an upload (201 when its bytes are new to the caller). */
+  @Post('from-url')
+  @AssetDocs.fromUrl()
+  async fromUrl(@CurrentAccount() account: Account, @Body() body: unknown, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<AssetView> {
+    const key = parseIdempotencyKey(request.headers['idempotency-key']);
+    if (key) await this.keys.refuseUsed(account.id, key);
+    const { view, createdNew } = await this.imports.import(account, requireJsonObject(request, body), request);
+    if (key) await this.keys.claim(account.id, key, view.id);
+    reply.status(createdNew ? 201 : 200);
+    return view;
   }
 
   @Get()

@@ -9,6 +9,10 @@ import { formatHashRef, linkLifetimeSeconds, parseHashRef, StorageUnavailableErr
 import { BLOB_STORE, CONFIG, DB } from '../../core/tokens.js';
 import { requestOrigin } from '../../http/request-origin.js';
 import { isMediaType } from '../../http/send-blob.js';
+import { ModelStorage } from './model-storage.js';
+
+/** Who records an asset: an account, with its limit on model files. */
+export type Owner = { id: string; maxModelBytes: bigint };
 
 const MAX_TAGS = 32;
 // As for every dependency that fails: a retry through the balancer may already reach a replica
@@ -68,17 +72,19 @@ export class AssetsService {
     @Inject(DB) private readonly db: Db,
     @Inject(BLOB_STORE) private readonly store: BlobStore,
     @Inject(CONFIG) private readonly config: Config,
+    private readonly models: ModelStorage,
   ) {}
 
-  /** Streams bytes into the store (hashing on the way) and returns the stored blob. */
-  async storeBytes(body: Readable): Promise<StoredBlob> {
+  /**
+   * Streams bytes into the store (hashing on the way) and returns the stored blob. `maxBytes`: the
+   * multipart upload's limit unless the route has its own (resumable uploads, imports by URL).
+   */
+  async storeBytes(body: Readable, maxBytes = this.config.maxUploadBytes): Promise<StoredBlob> {
     try {
-      return await this.store.put(body, { maxBytes: this.config.maxUploadBytes });
+      return await this.store.put(body, { maxBytes });
     } catch (err) {
       if (err instanceof TooLargeError || (err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') {
-        throw new ApiError('payload_too_large', `The file is larger than the limit of ${this.config.maxUploadBytes} bytes.`, {
-          max_bytes: this.config.maxUploadBytes,
-        });
+        throw new ApiError('payload_too_large', `The file is larger than the limit of ${maxBytes} bytes.`, { max_bytes: maxBytes });
       }
       if (err instanceof StorageUnavailableError) {
         // put() leaves nothing behind when it fails, so there is nothing to undo.
@@ -92,12 +98,24 @@ export class AssetsService {
   }
 
   /**
+   * A file path's rules before any byte is stored, where the route knows it first (a resumable
+   * upload's metadata): well formed, a model folder of the engines under `models/`, and room for
+   * `sizeBytes` more among the account's model files.
+   */
+  async checkPlacement(account: Owner, filePath: string, sizeBytes: number): Promise<string> {
+    const checked = checkFilePath(filePath);
+    await this.models.checkPath(checked);
+    await this.models.checkRoom(account, checked, sizeBytes);
+    return checked;
+  }
+
+  /**
    * Records an upload. `created_new` (and 201) says whether these bytes were new to the caller's
    * store, and is kept with the record, so every later read says the same: whether anyone else
    * stored them would reveal another account's files.
    */
   async finishUpload(
-    account: { id: string },
+    account: Owner,
     stored: StoredBlob,
     upload: { fileName: string; mimeType?: string; expectedHash?: string } & AssetOptions,
     request: FastifyRequest,
@@ -114,6 +132,8 @@ export class AssetsService {
     }
     const filePath = checkFilePath(upload.filePath || upload.fileName || 'upload.bin');
     const contentType = checkContentType(upload.contentType, partContentType(upload.mimeType) ?? guessContentType(filePath));
+    await this.models.checkPath(filePath);
+    await this.models.checkRoom(account, filePath, stored.sizeBytes, stored.hash);
     const asset = await recordUploadedAsset(this.db, stored, {
       accountId: account.id,
       filePath,
@@ -122,7 +142,13 @@ export class AssetsService {
       expiresAt: upload.expiresIn ? new Date(Date.now() + upload.expiresIn * 1000) : null,
     });
     await this.keepOrDrop(asset.id, stored.hash);
+    await this.models.checkRecorded(account, filePath, stored.sizeBytes, () => this.drop(asset.id));
     return { view: await this.view(asset, BigInt(stored.sizeBytes), request), createdNew: asset.createdNew };
+  }
+
+  /** Removes a record this request made and must not keep (and its bytes, when nothing else has them). */
+  private async drop(assetId: string): Promise<void> {
+    await deleteAssetsAndOrphanBlobs(this.db, this.store, [assetId]);
   }
 
   /**
@@ -149,7 +175,7 @@ export class AssetsService {
    * has (200); another account's blob looks unknown. The bytes were never new: `created_new` false.
    */
   async fromHash(
-    account: { id: string },
+    account: Owner,
     body: { hash?: unknown; file_path?: unknown; tags?: unknown; expires_in?: unknown; content_type?: unknown },
     request: FastifyRequest,
   ): Promise<{ view: AssetView; created: boolean }> {
@@ -164,6 +190,7 @@ export class AssetsService {
     if (!existing) throw new ApiError('blob_not_found', 'No blob with this hash is available to you.');
     const filePath = body.file_path === undefined ? existing.filePath : checkFilePath(body.file_path);
     const contentType = checkContentType(body.content_type as string | undefined, body.file_path === undefined ? existing.contentType : guessContentType(filePath));
+    await this.models.checkPath(filePath);
     // Any of the caller's records may be the identical one, not only the oldest. A record asked to
     // expire is never identical: its deadline counts from now. Nor is a record that expires, or a
     // job's output (it goes with its job), to a caller asking for a permanent one.
@@ -175,6 +202,7 @@ export class AssetsService {
           })
         : null;
     if (identical) return { view: await this.view(identical, existing.blob.sizeBytes, request), created: false };
+    await this.models.checkRoom(account, filePath, Number(existing.blob.sizeBytes), hash);
     const asset = await createAssetRecord(this.db, {
       accountId: account.id,
       blobHash: hash,
@@ -185,6 +213,7 @@ export class AssetsService {
     });
     // The last record of these bytes was deleted, with them, since the look-up above.
     if (!asset) throw new ApiError('blob_not_found', 'No blob with this hash is available to you.');
+    await this.models.checkRecorded(account, filePath, Number(existing.blob.sizeBytes), () => this.drop(asset.id));
     return { view: await this.view(asset, existing.blob.sizeBytes, request), created: true };
   }
 
@@ -212,6 +241,7 @@ export class AssetsService {
     const asset = await this.find(account, id);
     // Throws asset_in_use while a live job uses it; false: a concurrent delete took it first.
     if (!(await deleteAssetUnlessInUse(this.db, this.store, asset))) throw ApiError.notFound('asset');
+    await this.models.deleted(asset.filePath, asset.blobHash);
   }
 
   async signedUrl(asset: Asset, request: FastifyRequest): Promise<{ url: string; expiresAt: Date }> {
