@@ -15,3 +15,5 @@ export { dropEmptyQueueCounts } from './queue-counts.js';
 export { Sweeper, lateJobsQuery } from './sweeper.js';
 export type { SweeperOptions, SweepReport } from './sweeper.js';
 export { publishEngineReport, EngineReportCache, type EngineModels } from './engine-reports.js';
+export { assetSigner, jobUrls, renderJob, renderOutput } from './job-view.js';
+export type { JobWithOutputs, JobViewParts, SignAsset, SignableAsset } from './job-view.js';

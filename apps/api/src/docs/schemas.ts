@@ -134,6 +134,7 @@ const v2: Record<string, Schema> = {
         additionalProperties: nullable('integer'),
       },
       urls: ref('JobUrls'),
+      deadline_at: nullable('string', { format: 'date-time', description: 'Additive: the deadline `Cancel-After` set; past it the job ends `expired` (`deadline_exceeded`). Null without one.' }),
     },
   },
   JobList: pageOf('Job'),
