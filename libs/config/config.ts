@@ -1,4 +1,4 @@
-import { isIPv4 } from 'node:net';
+import { isIP, isIPv4 } from 'node:net';
 import { z } from 'zod';
 
 // Every environment variable the project reads, with its default. `.env.example` is checked
@@ -111,6 +111,25 @@ export const ENV_DEFAULTS = {
   WORKER_SHUTDOWN_GRACE_MS: '25000',
   JOB_MAX_ATTEMPTS: '3',
   LOG_CAPTURE_BYTES: String(64 * 1024),
+  // Webhooks (docs/operations.md): the process that delivers them, and what it may call.
+  WEBHOOK_HOST: '127.0.0.1',
+  // Its /healthz, /readyz and /metrics.
+  WEBHOOK_PORT: '8082',
+  // Address ranges (CIDR) a webhook may reach although they are loopback, private, link-local or
+  // otherwise not public, e.g. `127.0.0.0/8,::1/128`; empty refuses them all.
+  WEBHOOK_ALLOWED_CIDRS: '',
+  // One attempt's deadline: connect, send, answer.
+  WEBHOOK_TIMEOUT_MS: '10000',
+  // What is read of a receiver's answer; the rest is not.
+  WEBHOOK_MAX_RESPONSE_BYTES: '4096',
+  // Multiplies the retry schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); under 1 for tests.
+  WEBHOOK_RETRY_SCALE: '1',
+  // An endpoint whose every attempt failed for this long is disabled.
+  WEBHOOK_DISABLE_AFTER_SECONDS: String(5 * 24 * 3600),
+  // Deliveries in flight at once per process.
+  WEBHOOK_CONCURRENCY: '16',
+  // How often the process looks for due deliveries besides being woken by new ones.
+  WEBHOOK_POLL_INTERVAL_MS: '1000',
   ROUTER_JWT_SECRET: '',
   ROUTER_JWT_PUBLIC_KEYS: '',
   // Router tokens must carry `exp`, at most this far ahead (and from their `iat`): 30 days.
@@ -244,6 +263,15 @@ const schema = z.object({
   WORKER_SHUTDOWN_GRACE_MS: int(0),
   JOB_MAX_ATTEMPTS: int(1, 10),
   LOG_CAPTURE_BYTES: int(0, 10 * 1024 * 1024),
+  WEBHOOK_HOST: z.string().min(1),
+  WEBHOOK_PORT: int(0, 65535),
+  WEBHOOK_ALLOWED_CIDRS: z.string().refine((v) => parseCidrList(v) !== null, 'must be empty or CIDR ranges such as 127.0.0.0/8,::1/128 separated by commas'),
+  WEBHOOK_TIMEOUT_MS: int(100, 120_000),
+  WEBHOOK_MAX_RESPONSE_BYTES: int(0, 1024 * 1024),
+  WEBHOOK_RETRY_SCALE: z.string().regex(/^(\d+(\.\d+)?|\.\d+)$/, 'must be a decimal such as 1 or 0.01').transform(Number).pipe(z.number().min(0).max(100)),
+  WEBHOOK_DISABLE_AFTER_SECONDS: int(1),
+  WEBHOOK_CONCURRENCY: int(1, 1000),
+  WEBHOOK_POLL_INTERVAL_MS: int(10, 60_000),
   ROUTER_JWT_SECRET: z.string(),
   ROUTER_JWT_PUBLIC_KEYS: z.string(),
   ROUTER_TOKEN_MAX_LIFETIME_SECONDS: int(60, 366 * 24 * 3600),
@@ -345,6 +373,20 @@ export interface Config {
     shutdownGraceMs: number;
     logCaptureBytes: number;
   };
+  webhooks: {
+    host: string;
+    port: number;
+    /** Non-public ranges a webhook may reach nonetheless (`10.0.0.0/8`); empty: none. */
+    allowedCidrs: string[];
+    /** Endpoints must be https (production); plain http otherwise. */
+    requireHttps: boolean;
+    timeoutMs: number;
+    maxResponseBytes: number;
+    retryScale: number;
+    disableAfterSeconds: number;
+    concurrency: number;
+    pollIntervalMs: number;
+  };
   router: {
     jwtSecret: string;
     jwtPublicKeys: string;
@@ -370,6 +412,17 @@ export interface ProviderKeys {
   minimax: string;
   google: string;
   elevenlabs: string;
+}
+
+/** `127.0.0.0/8, ::1/128` to its ranges; null when one is not a CIDR range. */
+export function parseCidrList(value: string): string[] | null {
+  const entries = value.split(',').map((e) => e.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address, bits, ...rest] = entry.split('/');
+    const max = isIP(address ?? '') === 4 ? 32 : isIP(address ?? '') === 6 ? 128 : 0;
+    if (rest.length > 0 || max === 0 || bits === undefined || !/^\d{1,3}$/.test(bits) || Number(bits) > max) return null;
+  }
+  return entries;
 }
 
 /** `bfl=http://127.0.0.1:8190/bfl,openai=https://proxy/openai` to a map; null when malformed. */
@@ -528,6 +581,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       port: e.WORKER_PORT,
       shutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS,
       logCaptureBytes: e.LOG_CAPTURE_BYTES,
+    },
+    webhooks: {
+      host: e.WEBHOOK_HOST,
+      port: e.WEBHOOK_PORT,
+      allowedCidrs: parseCidrList(e.WEBHOOK_ALLOWED_CIDRS) ?? [],
+      requireHttps: e.NODE_ENV === 'production',
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      maxResponseBytes: e.WEBHOOK_MAX_RESPONSE_BYTES,
+      retryScale: e.WEBHOOK_RETRY_SCALE,
+      disableAfterSeconds: e.WEBHOOK_DISABLE_AFTER_SECONDS,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      pollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
     },
     router: {
       jwtSecret: e.ROUTER_JWT_SECRET,

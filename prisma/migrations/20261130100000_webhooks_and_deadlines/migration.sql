@@ -33,7 +33,8 @@ CREATE TABLE "webhook_deliveries" (
     "asset_id" UUID,
     "status" TEXT NOT NULL DEFAULT 'pending',
     "attempts" INTEGER NOT NULL DEFAULT 0,
-    "next_attempt_at" TIMESTAMPTZ(3),
+    -- Microseconds, as now() has them: a row written due now() is due to a claim that starts after it committed.
+    "next_attempt_at" TIMESTAMPTZ,
     "lease_until" TIMESTAMPTZ(3),
     "lease_token" UUID,
     "last_attempt_at" TIMESTAMPTZ(3),
