@@ -43,7 +43,7 @@ export function simEngineDefaultPort(): number {
 
 /** Paths the worker's health server answers (the server matches `req.url` literally). */
 export function workerHealthPaths(): Set<string> {
-  return new Set([...read('apps/worker/src/health-server.ts').matchAll(/req\.url === '([^']+)'/g)].map((m) => m[1]!));
+  return new Set([...read('libs/runtime/health-server.ts').matchAll(/req\.url === '([^']+)'/g)].map((m) => m[1]!));
 }
 
 /** Paths the api's health controller answers (`@Get('healthz')` under a root controller). */

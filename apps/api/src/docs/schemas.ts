@@ -15,7 +15,7 @@ export const ROUTER_ERROR_TYPES = ROUTER_BUCKETS;
 const ROUTER_SEGMENT = '^[a-z0-9]+([._-][a-z0-9]+)*$';
 
 /** One page of a v2 list: `has_more` says whether to follow `next_cursor`. */
-const pageOf = (item: string): Schema => ({
+export const pageOf = (item: string): Schema => ({
   type: 'object',
   required: ['data', 'has_more', 'limit'],
   properties: {
