@@ -36,7 +36,7 @@ function guardedLookup(policy: AddressPolicy): LookupFunction {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, '', 0);
       const refused = addresses.map((a) => policy.refusal(a.address)).find((r) => r !== null);
-      if (refused || addresses.length === 0) return callback(new BlockedAddressError(`${hostname} resolves to ${refused ?? 'no address'}`), '', 0);
+      if (refused || addresses.length === 0) return callback(new BlockedAddressError(`${hostname}: ${refused ?? 'it resolves to no address'}`), '', 0);
       if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
       callback(null, addresses[0]!.address, addresses[0]!.family);
     });

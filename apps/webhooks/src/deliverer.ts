@@ -41,9 +41,12 @@ export class Deliverer {
     this.policy = new AddressPolicy(options.allowedCidrs);
   }
 
-  /** Long enough for an attempt and its record; a process that dies holding it frees it after. */
+  /**
+   * Long enough for an attempt (bounded by the timeout) with its rendering and its record; a
+   * process that dies holding deliveries frees them when it lapses.
+   */
   private get leaseMs(): number {
-    return this.options.timeoutMs + 30_000;
+    return 2 * this.options.timeoutMs + 5_000;
   }
 
   /** Looks for due deliveries now (or right after the pass under way). */

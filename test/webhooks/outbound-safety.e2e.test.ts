@@ -1,0 +1,158 @@
+import { lookup } from 'node:dns/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import { AddressPolicy } from '#libs/webhooks';
+import { bearer, call, envelopeCode, jsonInit } from '../support/http.js';
+import { waitUntil } from '../support/jobs.js';
+import type { RunningProcess } from '../support/processes.js';
+import { TestStack } from '../support/stack.js';
+import { LOOPBACK_CIDRS, WebhookReceiver, startWebhooks } from '../support/webhooks.js';
+
+// What a webhook may call. The API refuses what it can see at once (a non-public IP literal,
+// `localhost`, http in production); the webhooks process checks the address of every connection
+// it makes, so a name that resolves to a non-public address is refused too, whatever the API saw.
+// Redirects are not followed and answers are read only up to a cap.
+
+describe('webhook outbound safety', () => {
+  const stack = new TestStack('local');
+  let receiver: WebhookReceiver;
+  /** An API that accepts any target, so the deliverer's own check is what is tested. */
+  let permissive: RunningProcess;
+  /** An API with the shipped default: no non-public range allowed. */
+  let strict: RunningProcess;
+  let account: { id: string; key: string };
+
+  const create = (api: RunningProcess, url: string) => call(`${api.url}/api/v2/webhooks/endpoints`, jsonInit('POST', { url }, bearer(account.key)));
+  const deliveries = async (id: string) => (await call(`${permissive.url}/api/v2/webhooks/endpoints/${id}/deliveries`, { headers: bearer(account.key) })).body.data as any[];
+
+  beforeAll(async () => {
+    await stack.open();
+    receiver = await WebhookReceiver.start();
+    permissive = await stack.startApi({ WEBHOOK_ALLOWED_CIDRS: '0.0.0.0/0,::/0' });
+    strict = await stack.startApi();
+    account = await stack.account({ name: 'ssrf' });
+  }, 60_000);
+
+  afterAll(async () => {
+    await receiver?.close();
+    await stack.close();
+  });
+
+  it('classifies loopback, private, link-local, metadata and embedded addresses as not public', () => {
+    const policy = new AddressPolicy([]);
+    for (const address of ['127.0.0.1', '127.8.9.10', '::1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', 'fd00:ec2::254', '100.100.100.200', '0.0.0.0', '::', '::ffff:127.0.0.1', '::ffff:10.0.0.1', 'fe80::1', '224.0.0.1', '64:ff9b::a00:1', '2002:a00:1::']) {
+      expect({ address, refused: policy.refusal(address) !== null }).toEqual({ address, refused: true });
+    }
+    for (const address of ['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111']) expect({ address, refused: policy.refusal(address) }).toEqual({ address, refused: null });
+    const loopback = new AddressPolicy(LOOPBACK_CIDRS.split(','));
+    expect(loopback.refusal('127.0.0.1')).toBeNull();
+    expect(loopback.refusal('::ffff:127.0.0.1')).toBeNull();
+    expect(loopback.refusal('10.0.0.1')).not.toBeNull();
+    expect(policy.hostRefusal('LOCALHOST')).not.toBeNull();
+    expect(policy.hostRefusal('api.localhost.')).not.toBeNull();
+    expect(policy.hostRefusal('[::1]')).not.toBeNull();
+    expect(policy.hostRefusal('hooks.example.com')).toBeNull();
+  });
+
+  it('the API refuses non-public literal targets and localhost unless allowed', async () => {
+    for (const url of [receiver.url('/x'), 'http://localhost:9/x', 'http://[::1]:9/x', 'http://10.0.0.1/x', 'http://169.254.169.254/latest/meta-data/', 'http://0x7f.1/x', 'http://[::ffff:7f00:1]/x']) {
+      const r = await create(strict, url);
+      expect({ url, status: r.status, code: envelopeCode(r) }).toEqual({ url, status: 400, code: 'invalid_request' });
+      expect(r.body.error.message).toMatch(/public address/);
+    }
+    expect((await create(strict, 'https://hooks.example.com/comfy')).status).toBe(201);
+  });
+
+  it('production takes https targets only', async () => {
+    const production = await stack.startApi({ NODE_ENV: 'production' });
+    const r = await call(`${production.url}/api/v2/webhooks/endpoints`, jsonInit('POST', { url: 'http://hooks.example.com/comfy' }, bearer(account.key)));
+    expect([r.status, envelopeCode(r)]).toEqual([400, 'invalid_request']);
+    expect(r.body.error.message).toMatch(/https/);
+    expect((await call(`${production.url}/api/v2/webhooks/endpoints`, jsonInit('POST', { url: 'https://hooks.example.com/comfy' }, bearer(account.key)))).status).toBe(201);
+    await production.stop();
+  });
+
+  describe('the webhooks process with no range allowed', () => {
+    let webhooks: RunningProcess;
+    beforeAll(async () => {
+      webhooks = await startWebhooks(stack, permissive.url, { WEBHOOK_ALLOWED_CIDRS: '' });
+    });
+    afterAll(() => webhooks.stop());
+
+    it('refuses loopback, private, metadata targets and a host name that resolves to loopback, at connect time', async () => {
+      // This machine's own name resolves to a loopback address (/etc/hosts), as on most hosts.
+      const own = hostname();
+      const resolved = await lookup(own);
+      expect(new AddressPolicy([]).refusal(resolved.address)).not.toBeNull();
+      const targets = [receiver.url('/ssrf-literal'), `http://[::1]:${receiver.port}/ssrf-v6`, 'http://10.0.0.1:9/ssrf', 'http://169.254.169.254/latest/meta-data/', `http://${own}:${receiver.port}/ssrf-name`];
+      const ids: string[] = [];
+      for (const url of targets) {
+        const e = await create(permissive, url);
+        expect(e.status).toBe(201);
+        ids.push(e.body.id);
+        expect((await call(`${permissive.url}/api/v2/webhooks/endpoints/${e.body.id}/test`, { method: 'POST', headers: bearer(account.key) })).status).toBe(202);
+      }
+      for (const [i, id] of ids.entries()) {
+        await waitUntil(async () => (await deliveries(id))[0]?.status === 'failed', 10_000, `the refusal of ${targets[i]}`);
+        expect({ url: targets[i], delivery: (await deliveries(id))[0] }).toEqual({
+          url: targets[i],
+          delivery: expect.objectContaining({ status: 'failed', attempts: 1, response_code: null, error: expect.stringMatching(/^Refused: .*not a public address/) }),
+        });
+      }
+      expect(receiver.received).toEqual([]);
+    });
+  });
+
+  describe('the webhooks process allowing loopback', () => {
+    let webhooks: RunningProcess;
+    let elsewhere: Server;
+    let elsewhereHits = 0;
+    beforeAll(async () => {
+      webhooks = await startWebhooks(stack, permissive.url, { WEBHOOK_MAX_RESPONSE_BYTES: '1024', WEBHOOK_TIMEOUT_MS: '1500' });
+      elsewhere = createServer((_req, res) => {
+        elsewhereHits++;
+        res.end('followed');
+      });
+      await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+    });
+    afterAll(async () => {
+      await webhooks.stop();
+      await new Promise((resolve) => elsewhere.close(resolve));
+    });
+
+    const testEvent = async (path: string) => {
+      const e = await create(permissive, receiver.url(path));
+      expect(e.status).toBe(201);
+      await call(`${permissive.url}/api/v2/webhooks/endpoints/${e.body.id}/test`, { method: 'POST', headers: bearer(account.key) });
+      return e.body.id as string;
+    };
+
+    it('does not follow a redirect: a 3xx is a final answer', async () => {
+      receiver.answer('/redirect', () => ({ status: 307, headers: { location: `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/hook` } }));
+      const id = await testEvent('/redirect');
+      await waitUntil(async () => (await deliveries(id))[0]?.status === 'failed', 10_000, 'the redirect recorded');
+      expect((await deliveries(id))[0]).toMatchObject({ attempts: 1, response_code: 307 });
+      expect(elsewhereHits).toBe(0);
+    });
+
+    it('reads an answer only up to its cap, and keeps a short excerpt of a failure', async () => {
+      receiver.answer('/huge', () => ({ status: 500, body: 'E'.repeat(5_000_000) }));
+      const id = await testEvent('/huge');
+      await waitUntil(async () => (await deliveries(id))[0]?.attempts >= 1, 10_000, 'the first attempt recorded');
+      const [d] = await deliveries(id);
+      expect(d).toMatchObject({ status: 'pending', response_code: 500 });
+      expect(d.error).toBe(`HTTP 500: ${'E'.repeat(200)}`);
+      expect(d.latency_ms).toBeLessThan(1500);
+    });
+
+    it('gives up on a receiver that does not answer within the timeout, and retries it', async () => {
+      receiver.answer('/hang', (_r, nth) => (nth === 1 ? 'hang' : { status: 200 }));
+      const id = await testEvent('/hang');
+      await waitUntil(async () => (await deliveries(id))[0]?.status === 'succeeded', 15_000, 'the retry after the timeout');
+      const [d] = await deliveries(id);
+      expect(d).toMatchObject({ attempts: 2, response_code: 200 });
+      expect(receiver.at('/hang')).toHaveLength(2);
+    });
+  });
+});
