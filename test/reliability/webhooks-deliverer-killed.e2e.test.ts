@@ -1,7 +1,6 @@
 import { startCloud, tinyImage, type Cloud } from '../support/cloud.js';
 import { bearer, call, jsonInit } from '../support/http.js';
 import { waitUntil } from '../support/jobs.js';
-import type { RunningProcess } from '../support/processes.js';
 import { ReliabilityReport } from '../support/reliability.js';
 import { TestStack } from '../support/stack.js';
 import { LOOPBACK_CIDRS, WebhookReceiver, startWebhooks, verifyWebhook } from '../support/webhooks.js';

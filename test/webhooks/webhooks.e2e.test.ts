@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { startCloud, slowJob, tinyImage, type Cloud } from '../support/cloud.js';
 import { bearer, call, envelopeCode, jsonInit, type Reply } from '../support/http.js';
 import { waitUntil } from '../support/jobs.js';
-import type { RunningProcess } from '../support/processes.js';
 import { TestStack } from '../support/stack.js';
 import { LOOPBACK_CIDRS, WebhookReceiver, startWebhooks, verifyWebhook, type Received } from '../support/webhooks.js';
 
@@ -28,7 +27,6 @@ const failing = {
 describe('webhooks', () => {
   const stack = new TestStack('local');
   let cloud: Cloud;
-  let webhooks: RunningProcess;
   let receiver: WebhookReceiver;
   let api: string;
   let account: { id: string; key: string };
@@ -49,7 +47,7 @@ describe('webhooks', () => {
     receiver = await WebhookReceiver.start();
     cloud = await startCloud(stack, { api: { WEBHOOK_ALLOWED_CIDRS: LOOPBACK_CIDRS } });
     api = cloud.api.url;
-    webhooks = await startWebhooks(stack, api);
+    await startWebhooks(stack, api);
     account = await stack.account({ name: 'hooked' });
   }, 60_000);
 
@@ -195,6 +193,7 @@ describe('webhooks', () => {
 
   it('sends an endpoint only the events it subscribed to, and none to a disabled one', async () => {
     const terminal = await createEndpoint({ url: receiver.url('/terminal') });
+    expect(terminal.events).toEqual(['job.succeeded', 'job.failed', 'job.canceled', 'job.expired']);
     const off = await createEndpoint({ url: receiver.url('/off'), events: ALL_EVENTS });
     await v2(`/api/v2/webhooks/endpoints/${off.id}`, jsonInit('PATCH', { enabled: false }));
     const job = await submit(tinyImage(4), { prefer: 'wait=30' });
