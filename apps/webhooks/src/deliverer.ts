@@ -98,16 +98,28 @@ export class Deliverer {
       await this.finish(delivery, { status: 'failed', attempted: false, nextAttemptAt: null, at, responseCode: null, latencyMs: null, error: 'The job no longer exists.', gone: null });
       return;
     }
-    const headers = signedHeaders(this.secrets(delivery, at), delivery.id, at, body);
+    const secrets = this.secrets(delivery, at);
+    if (!secrets) {
+      await this.finish(delivery, { status: 'failed', attempted: false, nextAttemptAt: null, at, responseCode: null, latencyMs: null, error: 'The endpoint\'s secret cannot be read (SIGNING_SECRET changed); rotate it.', gone: null });
+      return;
+    }
+    const headers = signedHeaders(secrets, delivery.id, at, body);
     const outcome = await postWebhook(delivery.url, headers, body, { policy: this.policy, timeoutMs: this.options.timeoutMs, maxResponseBytes: this.options.maxResponseBytes });
     await this.finish(delivery, this.recordOf(delivery, outcome, at));
   }
 
-  /** The current secret, and the one it replaced while that still signs (a rotation's overlap). */
-  private secrets(delivery: ClaimedDelivery, at: Date): string[] {
-    const current = openEndpointSecret(this.options.signingSecret, delivery.secretSealed);
-    const previous = delivery.previousSecretSealed && delivery.previousSecretExpiresAt && delivery.previousSecretExpiresAt > at ? openEndpointSecret(this.options.signingSecret, delivery.previousSecretSealed) : null;
-    return previous ? [current, previous] : [current];
+  /**
+   * The current secret, and the one it replaced while that still signs (a rotation's overlap);
+   * null when they cannot be opened (sealed under another SIGNING_SECRET): no attempt would verify.
+   */
+  private secrets(delivery: ClaimedDelivery, at: Date): string[] | null {
+    try {
+      const current = openEndpointSecret(this.options.signingSecret, delivery.secretSealed);
+      const previous = delivery.previousSecretSealed && delivery.previousSecretExpiresAt && delivery.previousSecretExpiresAt > at ? openEndpointSecret(this.options.signingSecret, delivery.previousSecretSealed) : null;
+      return previous ? [current, previous] : [current];
+    } catch {
+      return null;
+    }
   }
 
   private recordOf(delivery: ClaimedDelivery, outcome: AttemptOutcome, at: Date): AttemptRecord {
