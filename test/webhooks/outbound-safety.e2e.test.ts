@@ -155,4 +155,26 @@ describe('webhook outbound safety', () => {
       expect(receiver.at('/hang')).toHaveLength(2);
     });
   });
+
+  describe('an endpoint that keeps failing', () => {
+    let webhooks: RunningProcess;
+    // 5 days in production; 2 s here, with the schedule's first retries 50 ms and 3 s apart.
+    beforeAll(async () => {
+      webhooks = await startWebhooks(stack, permissive.url, { WEBHOOK_DISABLE_AFTER_SECONDS: '2' });
+    });
+    afterAll(() => webhooks.stop());
+
+    it('is disabled once every attempt has failed for WEBHOOK_DISABLE_AFTER_SECONDS, and says why', async () => {
+      receiver.answer('/always-down', () => ({ status: 503, body: 'down' }));
+      const e = await create(permissive, receiver.url('/always-down'));
+      await call(`${permissive.url}/api/v2/webhooks/endpoints/${e.body.id}/test`, { method: 'POST', headers: bearer(account.key) });
+      const read = async () => (await call(`${permissive.url}/api/v2/webhooks/endpoints/${e.body.id}`, { headers: bearer(account.key) })).body;
+      await waitUntil(async () => (await read()).enabled === false, 15_000, 'the endpoint disabled');
+      expect((await read()).disabled_reason).toMatch(/^Every delivery attempt failed from \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ on; the last: HTTP 503: down\.$/);
+      // The attempt that disabled it ended its delivery: nothing more is tried.
+      expect((await deliveries(e.body.id))[0]).toMatchObject({ status: 'failed', attempts: 3, response_code: 503, error: 'HTTP 503: down', next_attempt_at: null });
+      await new Promise((r) => setTimeout(r, 500));
+      expect(receiver.at('/always-down')).toHaveLength(3);
+    });
+  });
 });

@@ -153,15 +153,15 @@ export class Deliverer {
   }
 
   private async finish(delivery: ClaimedDelivery, record: AttemptRecord): Promise<void> {
-    const { recorded, disabled } = await this.store.record(delivery, record);
+    const { recorded, status, disabled } = await this.store.record(delivery, record);
     if (!recorded) {
       this.log.warn({ delivery_id: delivery.id }, 'webhook delivery lease lapsed before its attempt was recorded');
       return;
     }
-    if (record.status !== 'pending') webhookDeliveryEnded(record.status);
+    if (status === 'succeeded' || status === 'failed') webhookDeliveryEnded(status);
     if (disabled) this.log.warn({ endpoint_id: delivery.endpointId, reason: disabled }, 'webhook endpoint disabled');
     // A retry due soon is woken for on time by this process; any other is found by the poll.
-    if (record.status === 'pending' && record.nextAttemptAt && record.nextAttemptAt.getTime() - Date.now() < RETRY_TIMER_MAX_MS) {
+    if (status === 'pending' && record.nextAttemptAt && record.nextAttemptAt.getTime() - Date.now() < RETRY_TIMER_MAX_MS) {
       const timer = setTimeout(() => {
         this.retryTimers.delete(timer);
         this.wake();

@@ -99,47 +99,53 @@ export class DeliveryStore {
    * Records an attempt while the lease holds (a lapsed lease records nothing: another process has
    * the delivery now), and keeps its endpoint's health in the same statement: a success clears
    * `failing_since`; a failure sets it, and disables the endpoint once it has failed for
-   * `disableAfterSeconds`, or at once on a 410. Returns whether the record was made, and the
-   * reason when this attempt disabled the endpoint.
+   * `disableAfterSeconds`, or at once on a 410. An attempt that disables its endpoint ends its
+   * delivery too. Returns whether the record was made, the status recorded, and the reason when
+   * this attempt disabled the endpoint.
    */
-  async record(delivery: ClaimedDelivery, a: AttemptRecord): Promise<{ recorded: boolean; disabled: string | null }> {
+  async record(delivery: ClaimedDelivery, a: AttemptRecord): Promise<{ recorded: boolean; status: string; disabled: string | null }> {
     const ok = a.status === 'succeeded';
-    const rows = await this.db.$queryRaw<{ recorded: number; disabled: string | null }[]>`
-      WITH d AS (
+    const rows = await this.db.$queryRaw<{ recorded: number; status: string | null; disabled: string | null }[]>`
+      WITH stop AS (
+        SELECT CASE
+          WHEN ${a.gone}::text IS NOT NULL THEN ${a.gone}::text
+          WHEN NOT ${ok} AND w.failing_since <= ${a.at}::timestamptz - make_interval(secs => ${this.disableAfterSeconds})
+            THEN 'Every delivery attempt failed from ' || to_char(w.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') ||
+                 ' on; the last: ' || coalesce(${a.error}::text, 'no answer') || '.'
+        END AS reason
+        FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+        WHERE d.id = ${delivery.id}::uuid AND d.lease_token = ${delivery.leaseToken}::uuid AND w.enabled AND ${a.attempted}
+      ), outcome AS (
+        SELECT CASE WHEN ${a.status} = 'pending' AND (SELECT reason FROM stop) IS NOT NULL THEN 'failed' ELSE ${a.status} END AS status
+      ), d AS (
         UPDATE webhook_deliveries SET
           attempts = attempts + ${a.attempted ? 1 : 0},
-          status = ${a.status},
-          next_attempt_at = ${a.nextAttemptAt}::timestamptz,
+          status = outcome.status,
+          next_attempt_at = CASE WHEN outcome.status = 'pending' THEN ${a.nextAttemptAt}::timestamptz END,
           last_attempt_at = CASE WHEN ${a.attempted} THEN ${a.at}::timestamptz ELSE last_attempt_at END,
           response_code = ${a.responseCode}::int,
           latency_ms = ${a.latencyMs}::int,
           error = ${a.error}::text,
-          completed_at = CASE WHEN ${a.status} = 'pending' THEN NULL ELSE ${a.at}::timestamptz END,
+          completed_at = CASE WHEN outcome.status = 'pending' THEN NULL ELSE ${a.at}::timestamptz END,
           lease_until = NULL,
           lease_token = NULL
+        FROM outcome
         WHERE id = ${delivery.id}::uuid AND lease_token = ${delivery.leaseToken}::uuid
-        RETURNING endpoint_id
+        RETURNING endpoint_id, outcome.status
       ), e AS (
         UPDATE webhook_endpoints w SET
           failing_since = CASE WHEN ${ok} THEN NULL ELSE coalesce(w.failing_since, ${a.at}::timestamptz) END,
-          enabled = CASE WHEN stop.reason IS NULL THEN w.enabled ELSE false END,
-          disabled_reason = coalesce(stop.reason, w.disabled_reason),
-          updated_at = CASE WHEN stop.reason IS NULL THEN w.updated_at ELSE ${a.at}::timestamptz END
-        FROM (SELECT endpoint_id FROM d) hit
-        CROSS JOIN LATERAL (
-          SELECT CASE
-            WHEN ${a.gone}::text IS NOT NULL THEN ${a.gone}::text
-            WHEN NOT ${ok} AND w2.failing_since <= ${a.at}::timestamptz - make_interval(secs => ${this.disableAfterSeconds})
-              THEN 'Every delivery attempt failed from ' || to_char(w2.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') ||
-                   ' on; the last: ' || coalesce(${a.error}::text, 'no answer') || '.'
-          END AS reason
-          FROM webhook_endpoints w2 WHERE w2.id = hit.endpoint_id
-        ) stop
-        WHERE w.id = hit.endpoint_id AND w.enabled AND ${a.attempted}
-        RETURNING CASE WHEN stop.reason IS NULL THEN NULL ELSE w.disabled_reason END AS disabled
+          enabled = w.enabled AND (SELECT reason FROM stop) IS NULL,
+          disabled_reason = coalesce((SELECT reason FROM stop), w.disabled_reason),
+          updated_at = CASE WHEN (SELECT reason FROM stop) IS NULL THEN w.updated_at ELSE ${a.at}::timestamptz END
+        FROM d
+        WHERE w.id = d.endpoint_id AND w.enabled AND ${a.attempted}
+        RETURNING w.id
       )
-      SELECT (SELECT count(*) FROM d)::int AS recorded, (SELECT disabled FROM e) AS disabled`;
-    return { recorded: (rows[0]?.recorded ?? 0) > 0, disabled: rows[0]?.disabled ?? null };
+      SELECT (SELECT count(*) FROM d)::int AS recorded, (SELECT status FROM d) AS status,
+             CASE WHEN (SELECT count(*) FROM e) > 0 THEN (SELECT reason FROM stop) END AS disabled`;
+    const row = rows[0];
+    return { recorded: (row?.recorded ?? 0) > 0, status: row?.status ?? a.status, disabled: row?.disabled ?? null };
   }
 
   /** The age of the oldest event not delivered yet, in seconds (0: none pending). */
