@@ -62,6 +62,9 @@ describe('webhooks', () => {
       expect(r.status).toBe(201);
       expect(r.body).toMatchObject({ url: receiver.url('/crud'), events: ['job.succeeded', 'job.failed', 'job.canceled', 'job.expired'], enabled: true, description: 'ci', disabled_reason: null });
       expect(r.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+      // Kept sealed: nothing of the endpoint's row holds the secret.
+      const row = await stack.db.webhookEndpoint.findUniqueOrThrow({ where: { id: r.body.id } });
+      expect(JSON.stringify(row)).not.toContain(r.body.secret.slice('whsec_'.length, 20));
       const read = await v2(`/api/v2/webhooks/endpoints/${r.body.id}`);
       expect(read.status).toBe(200);
       expect(read.body.secret).toBeUndefined();

@@ -6,8 +6,8 @@ import { ERROR_STATUS, ROUTER_BUCKETS } from '#libs/contracts';
 type Schema = Record<string, unknown>;
 
 export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
-const nullable = (type: string, extra: Schema = {}): Schema => ({ type: [type, 'null'], ...extra });
-const dateTime = { type: 'string', format: 'date-time' };
+export const nullable = (type: string, extra: Schema = {}): Schema => ({ type: [type, 'null'], ...extra });
+export const dateTime = { type: 'string', format: 'date-time' };
 const uuid = { type: 'string', format: 'uuid' };
 
 export const ROUTER_ERROR_TYPES = ROUTER_BUCKETS;

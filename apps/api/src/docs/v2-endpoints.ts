@@ -10,15 +10,15 @@ import { ref } from './schemas.js';
 type Obj = Record<string, unknown>;
 
 /** Puts the route in the document (the builder includes decorated routes only). */
-function endpoint(summary: string, description?: string) {
+export function endpoint(summary: string, description?: string) {
   return [ApiIncludeEndpoint(), ApiOperation({ summary, ...(description ? { description } : {}) })];
 }
 
-function errors(...codes: ErrorCode[]) {
+export function errors(...codes: ErrorCode[]) {
   return Object.entries(envelopeResponses(codes)).map(([status, response]) => ApiResponse({ status: Number(status), ...(response as Obj) } as never));
 }
 
-function ok(status: number, schemaName: string | null, description: string, headers?: Obj) {
+export function ok(status: number, schemaName: string | null, description: string, headers?: Obj) {
   return ApiResponse({ status, description, ...(schemaName ? { schema: ref(schemaName) } : {}), ...(headers ? { headers } : {}) } as never);
 }
 

@@ -1,17 +1,16 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiIncludeEndpoint, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { ErrorCode } from '#libs/contracts';
 import { JOB_EVENTS, TERMINAL_JOB_EVENTS } from '#libs/webhooks';
-import { V2_COMMON, envelopeResponses } from './responses.js';
-import { pageOf, ref } from './schemas.js';
+import { V2_COMMON } from './responses.js';
+import { dateTime, nullable, pageOf, ref } from './schemas.js';
+import { endpoint, errors, ok } from './v2-endpoints.js';
 
 // The OpenAPI description of the v2 webhook routes and their schemas, in the pattern of
 // v2-endpoints.ts: decorators on the controller, components merged into the document.
 
 type Schema = Record<string, unknown>;
 
-const dateTime = { type: 'string', format: 'date-time' };
-const nullable = (type: string, extra: Schema = {}): Schema => ({ type: [type, 'null'], ...extra });
 const list = (values: readonly string[]) => values.map((v) => `\`${v}\``).join(', ');
 
 export const WEBHOOK_SCHEMAS: Record<string, Schema> = {
@@ -73,18 +72,6 @@ export const WEBHOOK_SCHEMAS: Record<string, Schema> = {
   },
   WebhookDeliveryList: pageOf('WebhookDelivery'),
 };
-
-function endpoint(summary: string, description?: string) {
-  return [ApiIncludeEndpoint(), ApiOperation({ summary, ...(description ? { description } : {}) })];
-}
-
-function errors(...codes: ErrorCode[]) {
-  return Object.entries(envelopeResponses(codes)).map(([status, response]) => ApiResponse({ status: Number(status), ...(response as Record<string, unknown>) } as never));
-}
-
-function ok(status: number, schemaName: string, description: string) {
-  return ApiResponse({ status, description, schema: ref(schemaName) } as never);
-}
 
 const endpointId = ApiParam({ name: 'id', description: 'Webhook endpoint id.', schema: { type: 'string', format: 'uuid' } });
 const paging = [
