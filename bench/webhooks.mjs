@@ -35,7 +35,7 @@ const receiver = http.createServer((req, res) => {
 await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 const hookUrl = `http://127.0.0.1:${receiver.address().port}/hook`;
 
-const { env } = benchEnv({ JOB_QUEUE_TIMEOUT_SECONDS: '3600', WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8' });
+const { env } = benchEnv({ JOB_QUEUE_TIMEOUT_SECONDS: '3600', OUTBOUND_ALLOW_LOOPBACK: 'true' });
 migrate(env);
 const engine = await start('apps/sim-engine/src/main.js', { ...env, SIM_ENGINE_PORT: '0', SIM_STEP_MS: '1', SIM_LOG_STDERR: '0' });
 const worker = await start('apps/worker/src/main.js', { ...env, ENGINE_URL: engine.url, WORKER_PORT: '0' }, 'ready');

@@ -1,4 +1,4 @@
-import { isIP, isIPv4 } from 'node:net';
+import { isIPv4 } from 'node:net';
 import { z } from 'zod';
 
 // Every environment variable the project reads, with its default. `.env.example` is checked
@@ -36,7 +36,7 @@ export const ENV_DEFAULTS = {
   // Imports by URL (POST /api/v2/assets/from-url): the largest file, and how long one may take.
   URL_IMPORT_MAX_BYTES: String(10 * 1024 ** 3),
   URL_IMPORT_TIMEOUT_SECONDS: '1800',
-  // Outbound requests (imports by URL) may reach loopback addresses: for tests and `npm start` only.
+  // Outbound requests (imports by URL, webhook deliveries) may reach loopback addresses: for tests and `npm start` only.
   // Private, link-local and metadata addresses are refused always.
   OUTBOUND_ALLOW_LOOPBACK: 'false',
   MAX_JSON_BODY_BYTES: String(8 * 1024 * 1024),
@@ -115,9 +115,6 @@ export const ENV_DEFAULTS = {
   WEBHOOK_HOST: '127.0.0.1',
   // Its /healthz, /readyz and /metrics.
   WEBHOOK_PORT: '8082',
-  // Address ranges (CIDR) a webhook may reach although they are loopback, private, link-local or
-  // otherwise not public, e.g. `127.0.0.0/8,::1/128`; empty refuses them all.
-  WEBHOOK_ALLOWED_CIDRS: '',
   // One attempt's deadline: connect, send, answer.
   WEBHOOK_TIMEOUT_MS: '10000',
   // What is read of a receiver's answer; the rest is not.
@@ -265,7 +262,6 @@ const schema = z.object({
   LOG_CAPTURE_BYTES: int(0, 10 * 1024 * 1024),
   WEBHOOK_HOST: z.string().min(1),
   WEBHOOK_PORT: int(0, 65535),
-  WEBHOOK_ALLOWED_CIDRS: z.string().refine((v) => parseCidrList(v) !== null, 'must be empty or CIDR ranges such as 127.0.0.0/8,::1/128 separated by commas'),
   WEBHOOK_TIMEOUT_MS: int(100, 120_000),
   WEBHOOK_MAX_RESPONSE_BYTES: int(0, 1024 * 1024),
   WEBHOOK_RETRY_SCALE: z.string().regex(/^(\d+(\.\d+)?|\.\d+)$/, 'must be a decimal such as 1 or 0.01').transform(Number).pipe(z.number().min(0).max(100)),
@@ -376,10 +372,6 @@ export interface Config {
   webhooks: {
     host: string;
     port: number;
-    /** Non-public ranges a webhook may reach nonetheless (`10.0.0.0/8`); empty: none. */
-    allowedCidrs: string[];
-    /** Endpoints must be https (production); plain http otherwise. */
-    requireHttps: boolean;
     timeoutMs: number;
     maxResponseBytes: number;
     retryScale: number;
@@ -412,17 +404,6 @@ export interface ProviderKeys {
   minimax: string;
   google: string;
   elevenlabs: string;
-}
-
-/** `127.0.0.0/8, ::1/128` to its ranges; null when one is not a CIDR range. */
-export function parseCidrList(value: string): string[] | null {
-  const entries = value.split(',').map((e) => e.trim()).filter(Boolean);
-  for (const entry of entries) {
-    const [address, bits, ...rest] = entry.split('/');
-    const max = isIP(address ?? '') === 4 ? 32 : isIP(address ?? '') === 6 ? 128 : 0;
-    if (rest.length > 0 || max === 0 || bits === undefined || !/^\d{1,3}$/.test(bits) || Number(bits) > max) return null;
-  }
-  return entries;
 }
 
 /** `bfl=http://127.0.0.1:8190/bfl,openai=https://proxy/openai` to a map; null when malformed. */
@@ -585,8 +566,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooks: {
       host: e.WEBHOOK_HOST,
       port: e.WEBHOOK_PORT,
-      allowedCidrs: parseCidrList(e.WEBHOOK_ALLOWED_CIDRS) ?? [],
-      requireHttps: e.NODE_ENV === 'production',
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       maxResponseBytes: e.WEBHOOK_MAX_RESPONSE_BYTES,
       retryScale: e.WEBHOOK_RETRY_SCALE,

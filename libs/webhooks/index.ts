@@ -5,6 +5,6 @@ export type { WebhookEventSource } from './outbox.js';
 export { ROTATION_OVERLAP_MS, newEndpointSecret, openEndpointSecret, sealEndpointSecret, signedHeaders } from './secrets.js';
 export { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, classifyStatus, isRetryable, nextDelayMs, parseRetryAfter } from './schedule.js';
 export type { AttemptResult } from './schedule.js';
-export { AddressPolicy } from './address-policy.js';
+export { hostRefusal } from './address-policy.js';
 export { postWebhook } from './outbound.js';
 export type { AttemptOutcome, OutboundOptions } from './outbound.js';

@@ -1,19 +1,18 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
-import type { AddressPolicy } from './address-policy.js';
+import { isBlockedAddress, outboundAgent, type OutboundPolicy } from '#libs/outbound';
+import { hostRefusal } from './address-policy.js';
 import { classifyStatus, type AttemptResult } from './schedule.js';
 
-// One webhook POST, made so that a tenant's URL cannot turn the service against its own network:
-// every address a connection is made to is checked at connect time (the lookup the socket itself
-// uses, so a name that resolves to a public address for a check and to a private one for the
-// connection, DNS rebinding, gets nowhere); redirects are not followed (Node's client never
+// One webhook POST, with the service's outbound rules (libs/outbound): every connection goes
+// through its filtering agent, which checks the address the socket connects to when it connects,
+// so a tenant's URL cannot reach the service's own network (loopback, private, link-local and
+// metadata addresses), DNS rebinding included. Redirects are not followed (Node's client never
 // follows them, and a 3xx is a final answer here); at most `maxResponseBytes` of the answer are
 // read; the whole attempt is bounded by `timeoutMs`.
 
 export interface OutboundOptions {
-  policy: AddressPolicy;
+  policy: OutboundPolicy;
   timeoutMs: number;
   maxResponseBytes: number;
 }
@@ -26,32 +25,10 @@ export interface AttemptOutcome {
   excerpt: string;
 }
 
-class BlockedAddressError extends Error {
-  readonly code = 'EWEBHOOKBLOCKED';
-}
-
-/** dns.lookup, refusing the whole name when any address it resolves to is outside the policy. */
-function guardedLookup(policy: AddressPolicy): LookupFunction {
-  return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
-      if (err) return callback(err, '', 0);
-      const refused = addresses.map((a) => policy.refusal(a.address)).find((r) => r !== null);
-      if (refused || addresses.length === 0) return callback(new BlockedAddressError(`${hostname}: ${refused ?? 'it resolves to no address'}`), '', 0);
-      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-      callback(null, addresses[0]!.address, addresses[0]!.family);
-    });
-  };
-}
-
-// Connections are kept open between attempts to the same receiver; each was checked when made.
-const agents = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 32 }), 'https:': new https.Agent({ keepAlive: true, maxSockets: 32 }) };
-
 export function postWebhook(url: string, headers: Record<string, string>, body: string, options: OutboundOptions): Promise<AttemptOutcome> {
   const target = new URL(url);
-  const literal = options.policy.hostRefusal(target.hostname);
-  if (literal) return Promise.resolve({ result: { kind: 'blocked_address', message: literal }, latencyMs: null, excerpt: '' });
-  const protocol = target.protocol === 'https:' ? 'https:' : 'http:';
-  const client = protocol === 'https:' ? https : http;
+  const refused = hostRefusal(target.hostname, options.policy);
+  if (refused) return Promise.resolve({ result: { kind: 'blocked_address', message: refused }, latencyMs: null, excerpt: '' });
   return new Promise((resolve) => {
     const started = performance.now();
     let settled = false;
@@ -61,10 +38,9 @@ export function postWebhook(url: string, headers: Record<string, string>, body: 
       clearTimeout(timer);
       resolve(outcome);
     };
-    const req = client.request(target, {
+    const req = (target.protocol === 'https:' ? https : http).request(target, {
       method: 'POST',
-      agent: agents[protocol],
-      lookup: guardedLookup(options.policy),
+      agent: outboundAgent(target, options.policy),
       headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'comfy-cloud-webhooks/1' },
     });
     const timer = setTimeout(() => {
@@ -72,7 +48,9 @@ export function postWebhook(url: string, headers: Record<string, string>, body: 
       req.destroy();
     }, options.timeoutMs);
     req.on('error', (err: NodeJS.ErrnoException) => {
-      const result: AttemptResult = err instanceof BlockedAddressError ? { kind: 'blocked_address', message: err.message } : { kind: 'connection_error', message: err.code ?? err.message };
+      const result: AttemptResult = isBlockedAddress(err)
+        ? { kind: 'blocked_address', message: `${target.hostname} resolves to an address that is not public` }
+        : { kind: 'connection_error', message: err.code ?? err.message };
       finish({ result, latencyMs: null, excerpt: '' });
     });
     req.on('response', (res) => {

@@ -3,7 +3,7 @@ import { bearer, call, jsonInit } from '../support/http.js';
 import { waitUntil } from '../support/jobs.js';
 import { ReliabilityReport } from '../support/reliability.js';
 import { TestStack } from '../support/stack.js';
-import { LOOPBACK_CIDRS, WebhookReceiver, startWebhooks, verifyWebhook } from '../support/webhooks.js';
+import { ALLOW_LOOPBACK, WebhookReceiver, startWebhooks, verifyWebhook } from '../support/webhooks.js';
 
 /**
  * The webhooks process killed (SIGKILL) while it retries, with attempts in flight: the events are
@@ -23,7 +23,7 @@ describe('the webhooks process killed mid-retry', () => {
   beforeAll(async () => {
     await stack.open();
     receiver = await WebhookReceiver.start();
-    cloud = await startCloud(stack, { api: { WEBHOOK_ALLOWED_CIDRS: LOOPBACK_CIDRS } });
+    cloud = await startCloud(stack, { api: ALLOW_LOOPBACK });
     account = await stack.account({ name: 'killed-deliverer' });
   }, 60_000);
 

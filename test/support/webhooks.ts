@@ -4,14 +4,14 @@ import { Webhook } from 'standardwebhooks';
 import type { RunningProcess } from './processes.js';
 import type { TestStack } from './stack.js';
 
-/** Loopback ranges: what the test stacks let webhooks reach (production allows none). */
-export const LOOPBACK_CIDRS = '127.0.0.0/8,::1/128';
+/** What the test stacks' API and webhooks process take: loopback targets allowed (production: none). */
+export const ALLOW_LOOPBACK = { OUTBOUND_ALLOW_LOOPBACK: 'true' };
 
 /** The webhooks process of a stack, with a fast retry schedule unless told otherwise. */
 export function startWebhooks(stack: TestStack, apiUrl: string, extra: Record<string, string> = {}): Promise<RunningProcess> {
   return stack.start(
     'apps/webhooks/src/main.js',
-    { WEBHOOK_PORT: '0', WEBHOOK_ALLOWED_CIDRS: LOOPBACK_CIDRS, WEBHOOK_RETRY_SCALE: '0.01', WEBHOOK_POLL_INTERVAL_MS: '200', PUBLIC_URL: apiUrl, ...extra },
+    { WEBHOOK_PORT: '0', ...ALLOW_LOOPBACK, WEBHOOK_RETRY_SCALE: '0.01', WEBHOOK_POLL_INTERVAL_MS: '200', PUBLIC_URL: apiUrl, ...extra },
     'ready',
   );
 }

@@ -7,7 +7,7 @@ import { bearer, call, jsonInit } from '../support/http.js';
 import { waitUntil } from '../support/jobs.js';
 import { ROOT } from '../support/processes.js';
 import { TestStack } from '../support/stack.js';
-import { LOOPBACK_CIDRS, startWebhooks } from '../support/webhooks.js';
+import { ALLOW_LOOPBACK, startWebhooks } from '../support/webhooks.js';
 
 // The two receivers docs/api.md shows (Node with the standardwebhooks library, Python with the
 // standard library), run as written against real deliveries: each accepts what the service signs,
@@ -54,7 +54,7 @@ describe('the receivers of docs/api.md', () => {
 
   beforeAll(async () => {
     await stack.open();
-    cloud = await startCloud(stack, { api: { WEBHOOK_ALLOWED_CIDRS: LOOPBACK_CIDRS } });
+    cloud = await startCloud(stack, { api: ALLOW_LOOPBACK });
     await startWebhooks(stack, cloud.api.url);
     account = await stack.account({ name: 'docs-receivers' });
     mkdirSync(dir, { recursive: true });

@@ -2,22 +2,25 @@ import { lookup } from 'node:dns/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { AddressPolicy } from '#libs/webhooks';
+import { hostRefusal, newEndpointSecret, sealEndpointSecret } from '#libs/webhooks';
 import { bearer, call, envelopeCode, jsonInit } from '../support/http.js';
 import { waitUntil } from '../support/jobs.js';
 import type { RunningProcess } from '../support/processes.js';
 import { TestStack } from '../support/stack.js';
-import { LOOPBACK_CIDRS, WebhookReceiver, startWebhooks } from '../support/webhooks.js';
+import { TEST_SIGNING_SECRET } from '../support/env.js';
+import { ALLOW_LOOPBACK, WebhookReceiver, startWebhooks } from '../support/webhooks.js';
 
-// What a webhook may call. The API refuses what it can see at once (a non-public IP literal,
-// `localhost`, http in production); the webhooks process checks the address of every connection
-// it makes, so a name that resolves to a non-public address is refused too, whatever the API saw.
-// Redirects are not followed and answers are read only up to a cap.
+// What a webhook may call: the service's outbound policy (libs/outbound). The API refuses what it
+// can see at once (a non-public IP literal, `localhost`, http in production); the webhooks process
+// checks the address of every connection it makes, so a name that resolves to a non-public address
+// is refused too, whatever the API saw. Loopback targets are allowed where OUTBOUND_ALLOW_LOOPBACK
+// says so (tests, `npm start`), and then only when the URL names them. Redirects are not followed
+// and answers are read only up to a cap.
 
 describe('webhook outbound safety', () => {
   const stack = new TestStack('local');
   let receiver: WebhookReceiver;
-  /** An API that accepts any target, so the deliverer's own check is what is tested. */
+  /** An API that takes loopback targets, so the deliverer's own check is what is tested. */
   let permissive: RunningProcess;
   /** An API with the shipped default: no non-public range allowed. */
   let strict: RunningProcess;
@@ -29,7 +32,7 @@ describe('webhook outbound safety', () => {
   beforeAll(async () => {
     await stack.open();
     receiver = await WebhookReceiver.start();
-    permissive = await stack.startApi({ WEBHOOK_ALLOWED_CIDRS: '0.0.0.0/0,::/0' });
+    permissive = await stack.startApi(ALLOW_LOOPBACK);
     strict = await stack.startApi();
     account = await stack.account({ name: 'ssrf' });
   }, 60_000);
@@ -39,29 +42,27 @@ describe('webhook outbound safety', () => {
     await stack.close();
   });
 
-  it('classifies loopback, private, link-local, metadata and embedded addresses as not public', () => {
-    const policy = new AddressPolicy([]);
-    for (const address of ['127.0.0.1', '127.8.9.10', '::1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', 'fd00:ec2::254', '100.100.100.200', '0.0.0.0', '::', '::ffff:127.0.0.1', '::ffff:10.0.0.1', 'fe80::1', '224.0.0.1', '64:ff9b::a00:1', '2002:a00:1::']) {
-      expect({ address, refused: policy.refusal(address) !== null }).toEqual({ address, refused: true });
+  it('judges IP literals: loopback, private, link-local, metadata and embedded addresses are not public', () => {
+    const strict = { allowLoopback: false, requireHttps: false };
+    const loopback = { allowLoopback: true, requireHttps: false };
+    for (const host of ['127.0.0.1', '127.8.9.10', '[::1]', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '[fd00:ec2::254]', '100.100.100.200', '0.0.0.0', '[::]', '[::ffff:127.0.0.1]', '[::ffff:a00:1]', '[fe80::1]', '224.0.0.1', '[64:ff9b::a00:1]', '[2002:a00:1::]', 'localhost', 'LOCALHOST', 'api.localhost.']) {
+      expect({ host, refused: hostRefusal(host, strict) !== null }).toEqual({ host, refused: true });
     }
-    for (const address of ['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111']) expect({ address, refused: policy.refusal(address) }).toEqual({ address, refused: null });
-    const loopback = new AddressPolicy(LOOPBACK_CIDRS.split(','));
-    expect(loopback.refusal('127.0.0.1')).toBeNull();
-    expect(loopback.refusal('::ffff:127.0.0.1')).toBeNull();
-    expect(loopback.refusal('10.0.0.1')).not.toBeNull();
-    expect(policy.hostRefusal('LOCALHOST')).not.toBeNull();
-    expect(policy.hostRefusal('api.localhost.')).not.toBeNull();
-    expect(policy.hostRefusal('[::1]')).not.toBeNull();
-    expect(policy.hostRefusal('hooks.example.com')).toBeNull();
+    for (const host of ['93.184.215.14', '8.8.8.8', '[2606:4700:4700::1111]', 'hooks.example.com']) expect({ host, refused: hostRefusal(host, strict) }).toEqual({ host, refused: null });
+    for (const host of ['127.0.0.1', '[::1]', '[::ffff:127.0.0.1]', 'localhost']) expect({ host, refused: hostRefusal(host, loopback) }).toEqual({ host, refused: null });
+    for (const host of ['10.0.0.1', '169.254.169.254', '192.168.1.1']) expect({ host, refused: hostRefusal(host, loopback) !== null }).toEqual({ host, refused: true });
   });
 
   it('the API refuses non-public literal targets and localhost unless allowed', async () => {
     for (const url of [receiver.url('/x'), 'http://localhost:9/x', 'http://[::1]:9/x', 'http://10.0.0.1/x', 'http://169.254.169.254/latest/meta-data/', 'http://0x7f.1/x', 'http://[::ffff:7f00:1]/x']) {
       const r = await create(strict, url);
       expect({ url, status: r.status, code: envelopeCode(r) }).toEqual({ url, status: 400, code: 'invalid_request' });
-      expect(r.body.error.message).toMatch(/public address/);
+      expect(r.body.error.message).toMatch(/public address|loopback/);
     }
     expect((await create(strict, 'https://hooks.example.com/comfy')).status).toBe(201);
+    // Allowing loopback allows nothing else.
+    for (const url of ['http://10.0.0.1/x', 'http://169.254.169.254/latest/meta-data/']) expect((await create(permissive, url)).status).toBe(400);
+    expect((await create(permissive, receiver.url('/x'))).status).toBe(201);
   });
 
   it('production takes https targets only', async () => {
@@ -76,28 +77,35 @@ describe('webhook outbound safety', () => {
   describe('the webhooks process with no range allowed', () => {
     let webhooks: RunningProcess;
     beforeAll(async () => {
-      webhooks = await startWebhooks(stack, permissive.url, { WEBHOOK_ALLOWED_CIDRS: '' });
+      webhooks = await startWebhooks(stack, permissive.url, { OUTBOUND_ALLOW_LOOPBACK: 'false' });
     });
     afterAll(() => webhooks.stop());
 
     it('refuses loopback, private, metadata targets and a host name that resolves to loopback, at connect time', async () => {
       // This machine's own name resolves to a loopback address (/etc/hosts), as on most hosts.
       const own = hostname();
-      const resolved = await lookup(own);
-      expect(new AddressPolicy([]).refusal(resolved.address)).not.toBeNull();
-      const targets = [receiver.url('/ssrf-literal'), `http://[::1]:${receiver.port}/ssrf-v6`, 'http://10.0.0.1:9/ssrf', 'http://169.254.169.254/latest/meta-data/', `http://${own}:${receiver.port}/ssrf-name`];
+      expect((await lookup(own)).address).toMatch(/^127\.|^::1$/);
+      // Private and metadata targets no API takes (saved, say, before a policy change) are put in
+      // the database directly: the deliverer judges them again.
+      const saved = async (url: string) =>
+        (await stack.db.webhookEndpoint.create({ data: { accountId: account.id, url, events: ['job.succeeded'], secretSealed: sealEndpointSecret(TEST_SIGNING_SECRET, newEndpointSecret()) } })).id;
+      const targets = [receiver.url('/ssrf-literal'), `http://[::1]:${receiver.port}/ssrf-v6`, `http://${own}:${receiver.port}/ssrf-name`];
       const ids: string[] = [];
       for (const url of targets) {
         const e = await create(permissive, url);
         expect(e.status).toBe(201);
         ids.push(e.body.id);
-        expect((await call(`${permissive.url}/api/v2/webhooks/endpoints/${e.body.id}/test`, { method: 'POST', headers: bearer(account.key) })).status).toBe(202);
       }
+      for (const url of ['http://10.0.0.1:9/ssrf', 'http://169.254.169.254/latest/meta-data/']) {
+        targets.push(url);
+        ids.push(await saved(url));
+      }
+      for (const id of ids) expect((await call(`${permissive.url}/api/v2/webhooks/endpoints/${id}/test`, { method: 'POST', headers: bearer(account.key) })).status).toBe(202);
       for (const [i, id] of ids.entries()) {
         await waitUntil(async () => (await deliveries(id))[0]?.status === 'failed', 10_000, `the refusal of ${targets[i]}`);
         expect({ url: targets[i], delivery: (await deliveries(id))[0] }).toEqual({
           url: targets[i],
-          delivery: expect.objectContaining({ status: 'failed', attempts: 1, response_code: null, error: expect.stringMatching(/^Refused: .*not a public address/) }),
+          delivery: expect.objectContaining({ status: 'failed', attempts: 1, response_code: null, error: expect.stringMatching(/^Refused: .*(not a public address|loopback|not public)/) }),
         });
       }
       expect(receiver.received).toEqual([]);
@@ -121,12 +129,19 @@ describe('webhook outbound safety', () => {
       await new Promise((resolve) => elsewhere.close(resolve));
     });
 
-    const testEvent = async (path: string) => {
-      const e = await create(permissive, receiver.url(path));
+    const testEvent = async (path: string, url = receiver.url(path)) => {
+      const e = await create(permissive, url);
       expect(e.status).toBe(201);
       await call(`${permissive.url}/api/v2/webhooks/endpoints/${e.body.id}/test`, { method: 'POST', headers: bearer(account.key) });
       return e.body.id as string;
     };
+
+    it('still refuses a host name that resolves to loopback: only loopback the URL names is allowed', async () => {
+      const id = await testEvent(`/by-name`, `http://${hostname()}:${receiver.port}/by-name`);
+      await waitUntil(async () => (await deliveries(id))[0]?.status === 'failed', 10_000, 'the refusal');
+      expect((await deliveries(id))[0]).toMatchObject({ attempts: 1, error: expect.stringMatching(/^Refused: .*not public/) });
+      expect(receiver.at('/by-name')).toEqual([]);
+    });
 
     it('does not follow a redirect: a 3xx is a final answer', async () => {
       receiver.answer('/redirect', () => ({ status: 307, headers: { location: `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/hook` } }));

@@ -3,7 +3,7 @@ import { startCloud, slowJob, tinyImage, type Cloud } from '../support/cloud.js'
 import { bearer, call, envelopeCode, jsonInit, type Reply } from '../support/http.js';
 import { waitUntil } from '../support/jobs.js';
 import { TestStack } from '../support/stack.js';
-import { LOOPBACK_CIDRS, WebhookReceiver, startWebhooks, verifyWebhook, type Received } from '../support/webhooks.js';
+import { ALLOW_LOOPBACK, WebhookReceiver, startWebhooks, verifyWebhook, type Received } from '../support/webhooks.js';
 
 // Webhooks end to end: the API, a worker with its engine, the webhooks process and a real
 // receiver on loopback. Every delivery is verified with the standardwebhooks library.
@@ -45,7 +45,7 @@ describe('webhooks', () => {
   beforeAll(async () => {
     await stack.open();
     receiver = await WebhookReceiver.start();
-    cloud = await startCloud(stack, { api: { WEBHOOK_ALLOWED_CIDRS: LOOPBACK_CIDRS } });
+    cloud = await startCloud(stack, { api: ALLOW_LOOPBACK });
     api = cloud.api.url;
     await startWebhooks(stack, api);
     account = await stack.account({ name: 'hooked' });

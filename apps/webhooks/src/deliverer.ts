@@ -1,12 +1,14 @@
 import type { Logger } from 'pino';
 import { webhookAttemptObserved, webhookDeliveryEnded } from '#libs/metrics';
-import { AddressPolicy, isRetryable, nextDelayMs, openEndpointSecret, postWebhook, signedHeaders, type AttemptOutcome } from '#libs/webhooks';
+import type { OutboundPolicy } from '#libs/outbound';
+import { isRetryable, nextDelayMs, openEndpointSecret, postWebhook, signedHeaders, type AttemptOutcome } from '#libs/webhooks';
 import type { AttemptRecord, ClaimedDelivery, DeliveryStore } from './delivery-store.js';
 import type { Payloads } from './payload.js';
 
 export interface DelivererOptions {
   signingSecret: string;
-  allowedCidrs: string[];
+  /** The service's outbound rules (loopback allowed or not, https only or not). */
+  policy: OutboundPolicy;
   timeoutMs: number;
   maxResponseBytes: number;
   retryScale: number;
@@ -27,7 +29,6 @@ const RETRY_TIMER_MAX_MS = 60_000;
 export class Deliverer {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly retryTimers = new Set<NodeJS.Timeout>();
-  private readonly policy: AddressPolicy;
   private passing = false;
   private again = false;
   private stopped = false;
@@ -37,9 +38,7 @@ export class Deliverer {
     private readonly payloads: Payloads,
     private readonly options: DelivererOptions,
     private readonly log: Logger,
-  ) {
-    this.policy = new AddressPolicy(options.allowedCidrs);
-  }
+  ) {}
 
   /**
    * Long enough for an attempt (bounded by the timeout) with its rendering and its record; a
@@ -104,7 +103,7 @@ export class Deliverer {
       return;
     }
     const headers = signedHeaders(secrets, delivery.id, at, body);
-    const outcome = await postWebhook(delivery.url, headers, body, { policy: this.policy, timeoutMs: this.options.timeoutMs, maxResponseBytes: this.options.maxResponseBytes });
+    const outcome = await postWebhook(delivery.url, headers, body, { policy: this.options.policy, timeoutMs: this.options.timeoutMs, maxResponseBytes: this.options.maxResponseBytes });
     await this.finish(delivery, this.recordOf(delivery, outcome, at));
   }
 

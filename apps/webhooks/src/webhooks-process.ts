@@ -39,7 +39,7 @@ export class WebhooksProcess {
     this.deliverer = new Deliverer(
       this.store,
       payloads,
-      { signingSecret: config.signingSecret, allowedCidrs: w.allowedCidrs, timeoutMs: w.timeoutMs, maxResponseBytes: w.maxResponseBytes, retryScale: w.retryScale, concurrency: w.concurrency },
+      { signingSecret: config.signingSecret, policy: { allowLoopback: config.outboundAllowLoopback, requireHttps: config.env === 'production' }, timeoutMs: w.timeoutMs, maxResponseBytes: w.maxResponseBytes, retryScale: w.retryScale, concurrency: w.concurrency },
       this.log,
     );
     this.metrics.addCollector(async () => setOldestPendingWebhook(await this.store.oldestPendingSeconds()));
@@ -53,7 +53,7 @@ export class WebhooksProcess {
     this.poll = setInterval(() => this.deliverer.wake(), this.config.webhooks.pollIntervalMs);
     // What is due already (events recorded while no deliverer ran) goes out now.
     this.deliverer.wake();
-    this.log.info({ port, allowed_cidrs: this.config.webhooks.allowedCidrs }, 'ready');
+    this.log.info({ port, allow_loopback: this.config.outboundAllowLoopback }, 'ready');
   }
 
   /** LISTEN on its own connection (a pooled one could not keep it); on a break, again after a second. */

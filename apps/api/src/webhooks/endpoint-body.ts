@@ -1,5 +1,6 @@
 import { ApiError } from '#libs/contracts';
-import { AddressPolicy, JOB_EVENTS, TERMINAL_JOB_EVENTS, isJobEventType, type JobEventType } from '#libs/webhooks';
+import type { OutboundPolicy } from '#libs/outbound';
+import { JOB_EVENTS, TERMINAL_JOB_EVENTS, hostRefusal, isJobEventType, type JobEventType } from '#libs/webhooks';
 
 // The bodies of `POST /api/v2/webhooks/endpoints` and `PATCH .../{id}`.
 
@@ -21,22 +22,18 @@ export interface EndpointPatch {
   description?: string;
 }
 
-/** What a target URL must be, as the deployment says (https in production; non-public hosts only when allowed). */
-export interface UrlRules {
-  requireHttps: boolean;
-  policy: AddressPolicy;
-}
 
 function refuseUnknown(body: Record<string, unknown>, known: Set<string>): void {
   for (const key of Object.keys(body)) if (!known.has(key)) throw ApiError.invalid(`Unknown field "${key}".`, { field: key });
 }
 
 /**
- * A target URL: absolute http(s) (https only where required), no credentials in it, and a host
- * that is not a refused address on its face (an IP literal outside the policy, `localhost`).
- * Host names are checked again on every connection, against what they then resolve to.
+ * A target URL, under the service's outbound policy: absolute http(s) (https only in production),
+ * no credentials in it, and a host that is not a refused address on its face (a non-public IP
+ * literal, `localhost`; loopback ones where the policy allows them). Host names are checked on
+ * every connection, against what they then resolve to.
  */
-function parseUrl(value: unknown, rules: UrlRules): string {
+function parseUrl(value: unknown, rules: OutboundPolicy): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_URL_LENGTH) throw ApiError.invalid(`url must be an absolute URL of at most ${MAX_URL_LENGTH} characters.`, { field: 'url' });
   let url: URL;
   try {
@@ -47,7 +44,7 @@ function parseUrl(value: unknown, rules: UrlRules): string {
   const schemes = rules.requireHttps ? ['https:'] : ['https:', 'http:'];
   if (!schemes.includes(url.protocol)) throw ApiError.invalid(`url must use ${rules.requireHttps ? 'https' : 'http or https'}.`, { field: 'url' });
   if (url.username || url.password) throw ApiError.invalid('url must not carry credentials; the signature authenticates each delivery.', { field: 'url' });
-  const refused = rules.policy.hostRefusal(url.hostname);
+  const refused = hostRefusal(url.hostname, rules);
   if (refused) throw ApiError.invalid(`url must reach a public address: ${refused}.`, { field: 'url' });
   return url.toString();
 }
@@ -65,7 +62,7 @@ function parseDescription(value: unknown): string {
 }
 
 /** `{url, events?, description?}`; `events` omitted means the four terminal job events. */
-export function parseEndpointInput(body: Record<string, unknown>, rules: UrlRules): EndpointInput {
+export function parseEndpointInput(body: Record<string, unknown>, rules: OutboundPolicy): EndpointInput {
   refuseUnknown(body, CREATE_FIELDS);
   return {
     url: parseUrl(body.url, rules),
@@ -75,7 +72,7 @@ export function parseEndpointInput(body: Record<string, unknown>, rules: UrlRule
 }
 
 /** Any of `{url, events, enabled, description}`. */
-export function parseEndpointPatch(body: Record<string, unknown>, rules: UrlRules): EndpointPatch {
+export function parseEndpointPatch(body: Record<string, unknown>, rules: OutboundPolicy): EndpointPatch {
   refuseUnknown(body, PATCH_FIELDS);
   const patch: EndpointPatch = {};
   if (body.url !== undefined) patch.url = parseUrl(body.url, rules);

@@ -2,11 +2,12 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
 import type { Db, WebhookDelivery, WebhookEndpoint } from '#libs/db';
-import { AddressPolicy, ROTATION_OVERLAP_MS, WAKE_CHANNEL, newEndpointSecret, recordTestEvent, sealEndpointSecret } from '#libs/webhooks';
+import type { OutboundPolicy } from '#libs/outbound';
+import { ROTATION_OVERLAP_MS, WAKE_CHANNEL, newEndpointSecret, recordTestEvent, sealEndpointSecret } from '#libs/webhooks';
 import { CONFIG, DB } from '../core/tokens.js';
 import { isUuid } from '../http/uuid.pipe.js';
 import { pageCursor, parsePageCursor, parsePageLimit, type PageAfter } from '../v2/paging.js';
-import type { EndpointInput, EndpointPatch, UrlRules } from './endpoint-body.js';
+import type { EndpointInput, EndpointPatch } from './endpoint-body.js';
 
 /** An account has at most this many endpoints. */
 export const MAX_ENDPOINTS_PER_ACCOUNT = 20;
@@ -26,13 +27,14 @@ export interface PageQuery {
  */
 @Injectable()
 export class WebhooksService {
-  readonly urlRules: UrlRules;
+  /** What an endpoint's URL may be: the service's outbound policy, as webhooks are sent under it. */
+  readonly urlRules: OutboundPolicy;
 
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(CONFIG) private readonly config: Config,
   ) {
-    this.urlRules = { requireHttps: config.webhooks.requireHttps, policy: new AddressPolicy(config.webhooks.allowedCidrs) };
+    this.urlRules = { allowLoopback: config.outboundAllowLoopback, requireHttps: config.env === 'production' };
   }
 
   private notFound(): ApiError {
