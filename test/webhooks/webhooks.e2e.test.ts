@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { startCloud, slowJob, tinyImage, type Cloud } from '../support/cloud.js';
 import { bearer, call, envelopeCode, jsonInit, type Reply } from '../support/http.js';
 import { waitUntil } from '../support/jobs.js';
+import type { RunningProcess } from '../support/processes.js';
 import { TestStack } from '../support/stack.js';
 import { ALLOW_LOOPBACK, WebhookReceiver, startWebhooks, verifyWebhook, type Received } from '../support/webhooks.js';
 
@@ -27,6 +28,7 @@ const failing = {
 describe('webhooks', () => {
   const stack = new TestStack('local');
   let cloud: Cloud;
+  let webhooks: RunningProcess;
   let receiver: WebhookReceiver;
   let api: string;
   let account: { id: string; key: string };
@@ -47,7 +49,7 @@ describe('webhooks', () => {
     receiver = await WebhookReceiver.start();
     cloud = await startCloud(stack, { api: ALLOW_LOOPBACK });
     api = cloud.api.url;
-    await startWebhooks(stack, api);
+    webhooks = await startWebhooks(stack, api);
     account = await stack.account({ name: 'hooked' });
   }, 60_000);
 
@@ -290,6 +292,22 @@ describe('webhooks', () => {
     expect(verifyWebhook(e.secret, r)).toMatchObject({ type: 'webhook.test' });
     expect(verifyWebhook(rotated.body.secret, r)).toMatchObject({ type: 'webhook.test' });
     expect(() => verifyWebhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, r)).toThrow();
+  });
+
+  it('exports deliveries by outcome, attempts by result and the oldest undelivered event on /metrics', async () => {
+    receiver.answer('/stuck', () => ({ status: 503 }));
+    const e = await createEndpoint({ url: receiver.url('/stuck') });
+    await v2(`/api/v2/webhooks/endpoints/${e.id}/test`, { method: 'POST' });
+    await receiver.waitFor(() => receiver.at('/stuck').length >= 2, 10_000, 'two attempts');
+    await new Promise((r) => setTimeout(r, 1_100)); // scrapes reuse a collection for a second
+    const text = await (await fetch(`${webhooks.url}/metrics`)).text();
+    const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    expect(value('webhook_deliveries_total{outcome="succeeded"}')).toBeGreaterThan(10);
+    expect(value('webhook_deliveries_total{outcome="failed"}')).toBeGreaterThanOrEqual(2);
+    expect(value('webhook_delivery_attempts_total{result="delivered"}')).toBeGreaterThan(10);
+    expect(value('webhook_delivery_attempts_total{result="http_error"}')).toBeGreaterThanOrEqual(5);
+    expect(value('webhook_oldest_pending_seconds')).toBeGreaterThan(1);
+    await v2(`/api/v2/webhooks/endpoints/${e.id}`, { method: 'DELETE' });
   });
 
   describe('Cancel-After', () => {

@@ -148,6 +148,18 @@ export class DeliveryStore {
     return { recorded: (row?.recorded ?? 0) > 0, status: row?.status ?? a.status, disabled: row?.disabled ?? null };
   }
 
+  /**
+   * Deletes ended test deliveries older than the jobs' retention, a batch at a time: a job's
+   * deliveries go with the job (their foreign key), but `webhook.test` ones belong to no job.
+   */
+  async purgeTestDeliveries(retentionSeconds: number): Promise<number> {
+    return this.db.$executeRaw`
+      DELETE FROM webhook_deliveries WHERE id IN (
+        SELECT id FROM webhook_deliveries
+        WHERE job_id IS NULL AND status <> 'pending' AND created_at < now() - make_interval(secs => ${retentionSeconds})
+        LIMIT 1000)`;
+  }
+
   /** The age of the oldest event not delivered yet, in seconds (0: none pending). */
   async oldestPendingSeconds(): Promise<number> {
     const rows = await this.db.$queryRaw<{ age: number | null }[]>`

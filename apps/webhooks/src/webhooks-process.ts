@@ -27,6 +27,7 @@ export class WebhooksProcess {
   private listening = false;
   private health: Server | null = null;
   private poll: NodeJS.Timeout | null = null;
+  private purge: NodeJS.Timeout | null = null;
   private relisten: NodeJS.Timeout | null = null;
   private stopping = false;
 
@@ -51,6 +52,10 @@ export class WebhooksProcess {
     this.log.info({ port }, 'listening');
     await this.listen();
     this.poll = setInterval(() => this.deliverer.wake(), this.config.webhooks.pollIntervalMs);
+    // Test events are kept as long as jobs are (JOB_RETENTION_SECONDS); every replica may do it.
+    this.purge = setInterval(() => {
+      void this.store.purgeTestDeliveries(this.config.jobs.retentionSeconds).catch((err: Error) => this.log.warn({ err: err.message }, 'old test deliveries not deleted'));
+    }, 60_000);
     // What is due already (events recorded while no deliverer ran) goes out now.
     this.deliverer.wake();
     this.log.info({ port, allow_loopback: this.config.outboundAllowLoopback }, 'ready');
@@ -103,6 +108,7 @@ export class WebhooksProcess {
     if (this.stopping) return;
     this.stopping = true;
     if (this.poll) clearInterval(this.poll);
+    if (this.purge) clearInterval(this.purge);
     if (this.relisten) clearTimeout(this.relisten);
     await this.deliverer.stop();
     await this.listener?.end().catch(() => undefined);
