@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1.7
-# One image for every role of the service: api, worker, sim-engine, migrate, admin.
+# One image for every role of the service: api, worker, webhooks, sim-engine, migrate, admin.
 #   docker build -t comfy-cloud .
 #   docker run --rm comfy-cloud api            (or worker, sim-engine, migrate, admin <args>)
 # See docs/operations.md.
@@ -27,6 +27,7 @@ RUN node scripts/prisma-generate.mjs \
  && test -f dist/console/index.html \
  && test -f dist/apps/api/src/main.js \
  && test -f dist/apps/worker/src/main.js \
+ && test -f dist/apps/webhooks/src/main.js \
  && test -f dist/apps/sim-engine/src/main.js \
  && test -f dist/apps/admin/src/main.js \
  && test -f dist/libs/db/migrate-cli.js \
@@ -50,6 +51,7 @@ RUN apt-get update \
 ENV NODE_ENV=production \
     API_HOST=0.0.0.0 \
     WORKER_HOST=0.0.0.0 \
+    WEBHOOK_HOST=0.0.0.0 \
     SIM_ENGINE_HOST=0.0.0.0
 WORKDIR /app
 # package.json carries the "#libs/*" import map the compiled code resolves through.
@@ -66,6 +68,6 @@ COPY --chown=root:root docker/entrypoint.sh docker/healthcheck.mjs ./docker/
 RUN chmod 0755 docker/entrypoint.sh \
  && mkdir -p .data /tenant-models && chown node:node .data /tenant-models
 USER node
-EXPOSE 8080 8081 8188
+EXPOSE 8080 8081 8082 8188
 ENTRYPOINT ["/usr/bin/tini", "--", "/app/docker/entrypoint.sh"]
 CMD ["api"]

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs one role of the service: the image's single entry point.
-#   api | worker | sim-engine | migrate | admin <group> <action> [--flags]
+#   api | worker | webhooks | sim-engine | migrate | admin <group> <action> [--flags]
 # Extra arguments pass through to the role. `node ...` and `sh ...` run as given, for debugging.
 set -eu
 
@@ -10,7 +10,7 @@ APP_ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 cd "$APP_ROOT"
 
 usage() {
-  echo "usage: $(basename -- "$0") api|worker|sim-engine|migrate|admin [args...]" >&2
+  echo "usage: $(basename -- "$0") api|worker|webhooks|sim-engine|migrate|admin [args...]" >&2
 }
 
 if [ "$#" -eq 0 ]; then
@@ -27,6 +27,7 @@ shift
 case "$role" in
   api)        exec node $SERVICE_NODE_FLAGS dist/apps/api/src/main.js "$@" ;;
   worker)     exec node $SERVICE_NODE_FLAGS dist/apps/worker/src/main.js "$@" ;;
+  webhooks)   exec node $SERVICE_NODE_FLAGS dist/apps/webhooks/src/main.js "$@" ;;
   sim-engine) exec node $SERVICE_NODE_FLAGS dist/apps/sim-engine/src/main.js "$@" ;;
   migrate)    exec node dist/libs/db/migrate-cli.js "$@" ;;
   admin)      exec node dist/apps/admin/src/main.js "$@" ;;

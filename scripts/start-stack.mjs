@@ -1,4 +1,4 @@
-// Starts sim-engine, partner simulator, worker and API as child processes, prefixes their output,
+// Starts sim-engine, partner simulator, worker, API and the webhooks process as child processes, prefixes their output,
 // creates the demo account on first run and prints its key with ready curl lines, for the job API
 // and for the model router. Ctrl-C stops them all. Writes only under .data/ (ignored by git).
 import { spawn, execFileSync } from 'node:child_process';
@@ -66,6 +66,10 @@ for (const [key, variable] of Object.entries(ROUTER_KEY_VARIABLES)) if (simulate
 // Entries of ROUTER_UPSTREAM_BASE_URLS set in .env win over the simulator's.
 routerEnv.ROUTER_UPSTREAM_BASE_URLS = [...simulated.map((p) => `${p}=${simUrl}/${p}`), env.ROUTER_UPSTREAM_BASE_URLS ?? ''].filter(Boolean).join(',');
 
+// Imports by URL and webhooks may reach servers on this machine (a model hub mirror, a receiver
+// under development); production reaches public addresses only.
+const outboundEnv = { OUTBOUND_ALLOW_LOOPBACK: env.OUTBOUND_ALLOW_LOOPBACK ?? 'true' };
+
 // Tenants' model files: the worker links them from its cache into the engine's models folder,
 // both under .data/ (one file system, so hard links).
 const modelsDir = env.SIM_MODELS_DIR ?? '.data/engine-models';
@@ -76,8 +80,8 @@ await start('partner-sim', 'dist/apps/partner-sim/src/main.js', { PARTNER_SIM_PO
 await start('worker', 'dist/apps/worker/src/main.js', { ENGINE_URL: env.ENGINE_URL ?? `http://127.0.0.1:${enginePort}`, ENGINE_MODELS_DIR: env.ENGINE_MODELS_DIR ?? modelsDir });
 // A development stack takes calls from pages on any origin (a front end on its own dev server);
 // CORS_ALLOWED_ORIGINS, even empty, says otherwise. Production's default is no origin at all.
-// Imports by URL may reach servers on this machine (a model hub mirror, a test server).
-await start('api', 'dist/apps/api/src/main.js', { API_PORT: apiPort, CORS_ALLOWED_ORIGINS: env.CORS_ALLOWED_ORIGINS ?? '*', OUTBOUND_ALLOW_LOOPBACK: env.OUTBOUND_ALLOW_LOOPBACK ?? 'true', ...routerEnv });
+await start('api', 'dist/apps/api/src/main.js', { API_PORT: apiPort, CORS_ALLOWED_ORIGINS: env.CORS_ALLOWED_ORIGINS ?? '*', ...outboundEnv, ...routerEnv });
+await start('webhooks', 'dist/apps/webhooks/src/main.js', { ...outboundEnv, PUBLIC_URL: env.PUBLIC_URL || `http://127.0.0.1:${apiPort}` });
 
 const admin = (...args) => JSON.parse(execFileSync(process.execPath, ['dist/apps/admin/src/main.js', ...args], { env: { ...env, ...routerEnv } }).toString());
 

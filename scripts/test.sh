@@ -29,9 +29,10 @@ if [ -z "$tier" ]; then
 fi
 
 # The asset tests compare our hashes with the reference b3sum tool; the browser suites drive
-# Debian's Chromium (no browser is downloaded).
+# Debian's Chromium (no browser is downloaded); the webhook suite runs docs/api.md's Python receiver.
 need=()
 command -v b3sum >/dev/null 2>&1 || need+=(b3sum)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

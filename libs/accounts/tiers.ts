@@ -23,3 +23,14 @@ export function tierLimits(tier: string): TierLimits {
   if (!found) throw new Error(`Unknown tier "${tier}" (known: ${Object.keys(TIERS).join(', ')})`);
   return found;
 }
+
+/**
+ * The longest deadline a job of each tier may ask for with Cancel-After (seconds from submission);
+ * a longer one is cut to it. A tier setting, not one per account: it bounds what one job may cost.
+ * An account of a tier not listed gets the free tier's.
+ */
+export const TIER_MAX_CANCEL_AFTER_SECONDS: Record<string, number> = { free: 3600, pro: 6 * 3600, enterprise: 24 * 3600 };
+
+export function maxCancelAfterSeconds(tier: string): number {
+  return TIER_MAX_CANCEL_AFTER_SECONDS[tier] ?? TIER_MAX_CANCEL_AFTER_SECONDS.free!;
+}

@@ -36,7 +36,7 @@ export const ENV_DEFAULTS = {
   // Imports by URL (POST /api/v2/assets/from-url): the largest file, and how long one may take.
   URL_IMPORT_MAX_BYTES: String(10 * 1024 ** 3),
   URL_IMPORT_TIMEOUT_SECONDS: '1800',
-  // Outbound requests (imports by URL) may reach loopback addresses: for tests and `npm start` only.
+  // Outbound requests (imports by URL, webhook deliveries) may reach loopback addresses: for tests and `npm start` only.
   // Private, link-local and metadata addresses are refused always.
   OUTBOUND_ALLOW_LOOPBACK: 'false',
   MAX_JSON_BODY_BYTES: String(8 * 1024 * 1024),
@@ -111,6 +111,22 @@ export const ENV_DEFAULTS = {
   WORKER_SHUTDOWN_GRACE_MS: '25000',
   JOB_MAX_ATTEMPTS: '3',
   LOG_CAPTURE_BYTES: String(64 * 1024),
+  // Webhooks (docs/operations.md): the process that delivers them, and what it may call.
+  WEBHOOK_HOST: '127.0.0.1',
+  // Its /healthz, /readyz and /metrics.
+  WEBHOOK_PORT: '8082',
+  // One attempt's deadline: connect, send, answer.
+  WEBHOOK_TIMEOUT_MS: '10000',
+  // What is read of a receiver's answer; the rest is not.
+  WEBHOOK_MAX_RESPONSE_BYTES: '4096',
+  // Multiplies the retry schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); under 1 for tests.
+  WEBHOOK_RETRY_SCALE: '1',
+  // An endpoint whose every attempt failed for this long is disabled.
+  WEBHOOK_DISABLE_AFTER_SECONDS: String(5 * 24 * 3600),
+  // Deliveries in flight at once per process.
+  WEBHOOK_CONCURRENCY: '16',
+  // How often the process looks for due deliveries besides being woken by new ones.
+  WEBHOOK_POLL_INTERVAL_MS: '1000',
   ROUTER_JWT_SECRET: '',
   ROUTER_JWT_PUBLIC_KEYS: '',
   // Router tokens must carry `exp`, at most this far ahead (and from their `iat`): 30 days.
@@ -244,6 +260,14 @@ const schema = z.object({
   WORKER_SHUTDOWN_GRACE_MS: int(0),
   JOB_MAX_ATTEMPTS: int(1, 10),
   LOG_CAPTURE_BYTES: int(0, 10 * 1024 * 1024),
+  WEBHOOK_HOST: z.string().min(1),
+  WEBHOOK_PORT: int(0, 65535),
+  WEBHOOK_TIMEOUT_MS: int(100, 120_000),
+  WEBHOOK_MAX_RESPONSE_BYTES: int(0, 1024 * 1024),
+  WEBHOOK_RETRY_SCALE: z.string().regex(/^(\d+(\.\d+)?|\.\d+)$/, 'must be a decimal such as 1 or 0.01').transform(Number).pipe(z.number().min(0).max(100)),
+  WEBHOOK_DISABLE_AFTER_SECONDS: int(1),
+  WEBHOOK_CONCURRENCY: int(1, 1000),
+  WEBHOOK_POLL_INTERVAL_MS: int(10, 60_000),
   ROUTER_JWT_SECRET: z.string(),
   ROUTER_JWT_PUBLIC_KEYS: z.string(),
   ROUTER_TOKEN_MAX_LIFETIME_SECONDS: int(60, 366 * 24 * 3600),
@@ -344,6 +368,16 @@ export interface Config {
     port: number;
     shutdownGraceMs: number;
     logCaptureBytes: number;
+  };
+  webhooks: {
+    host: string;
+    port: number;
+    timeoutMs: number;
+    maxResponseBytes: number;
+    retryScale: number;
+    disableAfterSeconds: number;
+    concurrency: number;
+    pollIntervalMs: number;
   };
   router: {
     jwtSecret: string;
@@ -528,6 +562,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       port: e.WORKER_PORT,
       shutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS,
       logCaptureBytes: e.LOG_CAPTURE_BYTES,
+    },
+    webhooks: {
+      host: e.WEBHOOK_HOST,
+      port: e.WEBHOOK_PORT,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      maxResponseBytes: e.WEBHOOK_MAX_RESPONSE_BYTES,
+      retryScale: e.WEBHOOK_RETRY_SCALE,
+      disableAfterSeconds: e.WEBHOOK_DISABLE_AFTER_SECONDS,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      pollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
     },
     router: {
       jwtSecret: e.ROUTER_JWT_SECRET,

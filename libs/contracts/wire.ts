@@ -60,6 +60,8 @@ export interface JobView {
   error: JobErrorView | null;
   metrics: { queue_ms: number | null; execution_ms: number | null };
   urls: JobUrls;
+  /** Cancel-After: when the job ends `expired` unless it finished before (additive); null without one. */
+  deadline_at: string | null;
 }
 
 export interface AssetView {

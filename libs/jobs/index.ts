@@ -6,6 +6,7 @@ export type { JobEventName, StoredJobEvent, PublishedJobEvent, AccountMessage } 
 export { ACTIVE_STATUSES, canTransition, transition, finishJob, claimJob, extendRunDeadline, saveProgress, leaseToken, jobColumns, jobFromRow } from './state.js';
 export type { Outcome, RunLease } from './state.js';
 export { ProgressTracker } from './progress.js';
+export { expiryError, isOwnDeadline } from './deadlines.js';
 export { createRunQueue, runJobId, jobIdOfRun } from './run-queue.js';
 export type { RunPayload } from './run-queue.js';
 export { WorkerRegistry, WORKER_STALE_MS } from './worker-registry.js';
@@ -15,3 +16,5 @@ export { dropEmptyQueueCounts } from './queue-counts.js';
 export { Sweeper, lateJobsQuery } from './sweeper.js';
 export type { SweeperOptions, SweepReport } from './sweeper.js';
 export { publishEngineReport, EngineReportCache, type EngineModels } from './engine-reports.js';
+export { assetSigner, jobUrls, renderJob, renderOutput } from './job-view.js';
+export type { JobWithOutputs, JobViewParts, SignAsset, SignableAsset } from './job-view.js';

@@ -1,5 +1,6 @@
 import { parseLosslessJson } from '#libs/contracts';
 import { Prisma, type Db, type Job, type JobStatus } from '#libs/db';
+import { jobStatusEventsCte } from '#libs/webhooks';
 
 export const ACTIVE_STATUSES: JobStatus[] = ['queued', 'running', 'canceling'];
 
@@ -135,7 +136,7 @@ export async function finishJob(
     ), balance AS (
       UPDATE accounts a SET credit_balance = a.credit_balance + c.amount FROM charge c WHERE a.id = c.account_id
       RETURNING a.id
-    )
+    ), ${jobStatusEventsCte(Prisma.sql`done`)}
     SELECT * FROM done`;
   return rows[0] ? jobFromRow(rows[0]) : null;
 }
@@ -174,6 +175,7 @@ export async function claimJob(
   claim: { workerId: string; enginePromptId: string; executionTimeoutSeconds: number },
 ): Promise<{ job: Job; firstStart: boolean } | null> {
   const rows = await db.$queryRaw<(Record<string, unknown> & { first_start: boolean; workflow_text: string; submitted_text: string | null })[]>`
+    WITH claimed AS (
     UPDATE jobs SET
       status = 'running',
       worker_id = ${claim.workerId},
@@ -181,11 +183,14 @@ export async function claimJob(
       attempts = attempts + 1,
       started_at = coalesce(started_at, now()),
       queue_ms = coalesce(queue_ms, greatest(0, floor(extract(epoch FROM (now() - created_at)) * 1000))::int),
-      run_deadline_at = coalesce(run_deadline_at, now() + make_interval(secs => ${claim.executionTimeoutSeconds})),
+      -- A job's own deadline (Cancel-After) bounds its run as well.
+      run_deadline_at = coalesce(run_deadline_at, least(now() + make_interval(secs => ${claim.executionTimeoutSeconds}), deadline_at)),
       updated_at = now()
     WHERE id = ${jobId}::uuid AND status = 'queued'
       AND (attempts > 0 OR queue_deadline_at IS NULL OR queue_deadline_at > now())
-    RETURNING ${jobColumns()}, (attempts = 1) AS first_start, workflow::text AS workflow_text, submitted_workflow::text AS submitted_text`;
+    RETURNING ${jobColumns()}, (attempts = 1) AS first_start, workflow::text AS workflow_text, submitted_workflow::text AS submitted_text
+    ), ${jobStatusEventsCte(Prisma.sql`claimed`)}
+    SELECT * FROM claimed`;
   const row = rows[0];
   if (!row) return null;
   const { first_start: firstStart, workflow_text: workflowText, submitted_text: submittedText, ...job } = row;

@@ -9,6 +9,7 @@ import type { JobKeys } from './keys.js';
 import { dropEmptyQueueCounts } from './queue-counts.js';
 import type { Queue } from 'bullmq';
 import { runJobId, type RunPayload } from './run-queue.js';
+import { expiryError } from './deadlines.js';
 import { finishJob, transition } from './state.js';
 import type { WorkerRegistry } from './worker-registry.js';
 
@@ -160,12 +161,7 @@ export class Sweeper {
         const done = await finishJob(
           this.db,
           job.id,
-          {
-            status: 'expired',
-            error: job.in_queue
-              ? { code: 'queue_timeout', message: 'The job waited in the queue longer than allowed.' }
-              : { code: 'execution_timeout', message: 'The job ran longer than allowed.' },
-          },
+          { status: 'expired', error: expiryError(job.in_queue ? 'queue' : 'run', job.own_deadline) },
           this.options.creditsPerSecond,
           now,
         );
@@ -222,6 +218,8 @@ interface LateJob {
   account_id: string;
   /** Late for its queue deadline (never started), not for its run deadline. */
   in_queue: boolean;
+  /** The deadline passed is the job's own (Cancel-After). */
+  own_deadline: boolean;
 }
 
 /**
@@ -231,11 +229,11 @@ interface LateJob {
  */
 export function lateJobsQuery(now: Date, runCutoff: Date, limit: number): Prisma.Sql {
   return Prisma.sql`
-    (SELECT id, account_id, true AS in_queue FROM jobs
+    (SELECT id, account_id, true AS in_queue, coalesce(deadline_at <= queue_deadline_at, false) AS own_deadline FROM jobs
      WHERE status = 'queued' AND attempts = 0 AND queue_deadline_at < ${now}
      ORDER BY queue_deadline_at LIMIT ${limit})
     UNION ALL
-    (SELECT id, account_id, false AS in_queue FROM jobs
+    (SELECT id, account_id, false AS in_queue, coalesce(deadline_at <= run_deadline_at, false) AS own_deadline FROM jobs
      WHERE status IN ('queued', 'running', 'canceling') AND run_deadline_at IS NOT NULL AND run_deadline_at < ${runCutoff}
      ORDER BY run_deadline_at LIMIT ${limit})`;
 }

@@ -96,17 +96,38 @@ export const routerInflightSpend = new Gauge({
   registers: none,
 });
 
+export const webhookDeliveries = new Counter({
+  name: 'webhook_deliveries_total',
+  help: 'Webhook deliveries that ended, by outcome (succeeded, failed).',
+  labelNames: ['outcome'] as const,
+  registers: none,
+});
+
+export const webhookAttempts = new Counter({
+  name: 'webhook_delivery_attempts_total',
+  help: 'Webhook delivery attempts, by result (delivered, http_error, timeout, connection_error, blocked_address).',
+  labelNames: ['result'] as const,
+  registers: none,
+});
+
+export const webhookOldestPending = new Gauge({
+  name: 'webhook_oldest_pending_seconds',
+  help: 'Age of the oldest webhook event not yet delivered, in seconds; 0 when none is pending.',
+  registers: none,
+});
+
 /** What each process exports. */
 export const ROLE_METRICS = {
   api: [httpRequestDuration, requestsShed, jobsTotal, queueDepth, routerCalls, routerCallDuration, routerInflightSpend],
   worker: [queueWait, jobExecution, engineReady, outputBytesStored],
+  webhooks: [webhookDeliveries, webhookAttempts, webhookOldestPending],
 } satisfies Record<string, Metric[]>;
 
 export type MetricsRole = keyof typeof ROLE_METRICS;
 
 /** The specification of every metric, in the shape of ops/metrics.json. */
 export async function metricSpecs(): Promise<MetricSpec[]> {
-  const all = [...ROLE_METRICS.api, ...ROLE_METRICS.worker];
+  const all = Object.values(ROLE_METRICS).flat();
   return Promise.all(
     all.map(async (metric) => {
       const json = (await metric.get()) as unknown as { name: string; type: string; help: string };

@@ -14,4 +14,7 @@ export {
   setInflightSpend,
   setJobCounts,
   setQueueDepth,
+  setOldestPendingWebhook,
+  webhookAttemptObserved,
+  webhookDeliveryEnded,
 } from './observe.js';

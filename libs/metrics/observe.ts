@@ -11,6 +11,9 @@ import {
   routerCallDuration,
   routerCalls,
   routerInflightSpend,
+  webhookAttempts,
+  webhookDeliveries,
+  webhookOldestPending,
 } from './definitions.js';
 
 // Plain functions the code calls where things happen; callers need not know prom-client.
@@ -68,4 +71,19 @@ export function setInflightSpend(cents: number): void {
 /** Router: adjusts the in-flight spend by a delta; `+estimate` when a call starts, `-estimate` when it ends. */
 export function addInflightSpend(deltaCents: number): void {
   routerInflightSpend.inc(deltaCents);
+}
+
+/** webhooks: one delivery attempt and how it went (`delivered`, `http_error`, `timeout`, ...). */
+export function webhookAttemptObserved(result: string): void {
+  webhookAttempts.inc({ result });
+}
+
+/** webhooks: a delivery ended for good (`succeeded` or `failed`). */
+export function webhookDeliveryEnded(outcome: 'succeeded' | 'failed'): void {
+  webhookDeliveries.inc({ outcome });
+}
+
+/** webhooks, at scrape time: the age of the oldest event still to deliver (0: none). */
+export function setOldestPendingWebhook(seconds: number): void {
+  webhookOldestPending.set(Math.max(0, seconds));
 }

@@ -1,2 +1,2 @@
-export { openDownload, OutboundError } from './safe-download.js';
+export { isBlockedAddress, openDownload, outboundAgent, OutboundError } from './safe-download.js';
 export type { Download, OutboundFailure, OutboundPolicy } from './safe-download.js';

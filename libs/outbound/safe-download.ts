@@ -48,7 +48,8 @@ function loopbackAllowed(url: URL, policy: OutboundPolicy): string[] {
   return [];
 }
 
-function agentFor(url: URL, policy: OutboundPolicy): http.Agent {
+/** An agent for one request to `url` under the policy (imports by URL, webhook deliveries). */
+export function outboundAgent(url: URL, policy: OutboundPolicy): http.Agent {
   // The address is checked once the name is looked up, on the socket that connects to it: a name
   // that resolves to a private address (DNS rebinding included) is refused at connect time.
   const options = { allowIPAddressList: loopbackAllowed(url, policy), keepAlive: false };
@@ -69,10 +70,15 @@ function get(url: URL, agent: http.Agent, signal: AbortSignal): Promise<Incoming
   });
 }
 
+/** Whether a request failed because its target's address is outside the policy (the agent's refusal). */
+export function isBlockedAddress(err: unknown): boolean {
+  return /is not allowed/i.test((err as Error)?.message ?? '');
+}
+
 function failure(err: unknown, signal: AbortSignal): OutboundError {
   if (err instanceof OutboundError) return err;
   const message = (err as Error).message ?? String(err);
-  if (/is not allowed/i.test(message)) return new OutboundError('blocked_address', 'The URL leads to an address the service does not fetch from (a private, loopback or reserved one).');
+  if (isBlockedAddress(err)) return new OutboundError('blocked_address', 'The URL leads to an address the service does not fetch from (a private, loopback or reserved one).');
   if (signal.aborted) return new OutboundError('timeout', 'The download took longer than allowed.');
   return new OutboundError('network', `The URL could not be fetched: ${message.slice(0, 200)}`);
 }
@@ -94,7 +100,7 @@ export async function openDownload(raw: string, policy: OutboundPolicy, limits: 
   try {
     for (let hop = 0; ; hop++) {
       checkUrl(url, policy);
-      const response = await get(url, agentFor(url, policy), limits.signal);
+      const response = await get(url, outboundAgent(url, policy), limits.signal);
       const status = response.statusCode ?? 0;
       if (status >= 300 && status < 400 && response.headers.location) {
         response.resume();

@@ -24,3 +24,5 @@ export const SERVICE_NODE_FLAGS = ['--scavenger-max-new-space-capacity-mb=8'];
 export function tuneRuntime(): void {
   for (const flag of SERVICE_NODE_FLAGS) setFlagsFromString(flag);
 }
+export { startHealthServer } from './health-server.js';
+export type { Probe } from './health-server.js';

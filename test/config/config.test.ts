@@ -29,6 +29,9 @@ describe('configuration', () => {
     ['OVERLOAD_MAX_ACCEPT_QUEUE', 'many'],
     ['HTTP_LISTEN_BACKLOG', '0'],
     ['STORAGE_WRITE_PROBE_INTERVAL_MS', '1.5'],
+    ['WEBHOOK_RETRY_SCALE', 'fast'],
+    ['WEBHOOK_TIMEOUT_MS', '0'],
+    ['WEBHOOK_CONCURRENCY', '0'],
   ])('stops on a bad %s and names it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}:`));

@@ -11,6 +11,9 @@ import {
   routerCallObserved,
   setInflightSpend,
   setJobCounts,
+  setOldestPendingWebhook,
+  webhookAttemptObserved,
+  webhookDeliveryEnded,
 } from '#libs/metrics';
 import { fastifyOptions, jobIdOfUrl } from '../../apps/api/src/http/fastify-setup.js';
 
@@ -29,11 +32,24 @@ describe('metrics definitions', () => {
     expect(byName(await metricSpecs())).toEqual(byName(FIXED));
   });
 
-  it('are split between the api and the worker with nothing exported twice or left out', () => {
-    const api = ROLE_METRICS.api.map((m) => (m as unknown as { name: string }).name);
-    const worker = ROLE_METRICS.worker.map((m) => (m as unknown as { name: string }).name);
-    expect(api.filter((n) => worker.includes(n))).toEqual([]);
-    expect([...api, ...worker].sort()).toEqual(FIXED.map((m) => m.name).sort());
+  it('are split between the api, the worker and the webhooks process with nothing exported twice or left out', () => {
+    const names = Object.values(ROLE_METRICS).map((metrics) => metrics.map((m) => (m as unknown as { name: string }).name));
+    const all = names.flat();
+    expect(new Set(all).size).toBe(all.length);
+    expect([...all].sort()).toEqual(FIXED.map((m) => m.name).sort());
+  });
+
+  it('render the webhook helpers into the webhooks process exposition only', async () => {
+    const metrics = new ProcessMetrics('webhooks', 0);
+    webhookAttemptObserved('http_error');
+    webhookAttemptObserved('delivered');
+    webhookDeliveryEnded('succeeded');
+    setOldestPendingWebhook(42);
+    const text = await metrics.render();
+    expect(text).toContain('webhook_delivery_attempts_total{result="http_error"} 1');
+    expect(text).toContain('webhook_deliveries_total{outcome="succeeded"} 1');
+    expect(text).toContain('webhook_oldest_pending_seconds 42');
+    expect(await new ProcessMetrics('api', 0).render()).not.toContain('webhook_');
   });
 
   it('render the router helpers into the api exposition, and jobs_total for every status', async () => {

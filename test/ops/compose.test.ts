@@ -91,6 +91,7 @@ describe('docker-compose.yml', () => {
     expect(names).toEqual(expect.arrayContaining(['postgres', 'redis', 'minio', 'minio-init', 'migrate', 'api', 'worker-1', 'worker-2', 'engine-1', 'engine-2']));
     expect(byRole('migrate').map(([n]) => n)).toEqual(['migrate']);
     expect(byRole('api').map(([n]) => n)).toEqual(['api']);
+    expect(byRole('webhooks').map(([n]) => n)).toEqual(['webhooks']);
     expect(byRole('worker').filter(([, s]) => !s.profiles).map(([n]) => n)).toEqual(['worker-1', 'worker-2']);
     expect(byRole('sim-engine').map(([n]) => n)).toEqual(['engine-1', 'engine-2']);
   });
@@ -159,6 +160,18 @@ describe('docker-compose.yml', () => {
     expect(apiHealthPaths().has(new URL(url).pathname)).toBe(true);
     // Requests in flight get their grace, and a second more to leave, before Compose kills the api.
     expect(parseDuration(api.stop_grace_period ?? '10s')).toBeGreaterThanOrEqual(Number(e.API_SHUTDOWN_GRACE_MS ?? ENV_DEFAULTS.API_SHUTDOWN_GRACE_MS) + 5_000);
+  });
+
+  it('checks the webhooks process on the port its health server binds, and gives it the api\'s public URL', () => {
+    const webhooks = compose.services.webhooks!;
+    const e = resolvedEnv(webhooks);
+    expect(e.WEBHOOK_HOST).toBe('0.0.0.0');
+    const url = healthUrl(webhooks)!;
+    expect(urlPort(url)).toBe(Number(e.WEBHOOK_PORT ?? ENV_DEFAULTS.WEBHOOK_PORT));
+    expect(workerHealthPaths().has(new URL(url).pathname)).toBe(true);
+    expect(e.PUBLIC_URL).toBe(resolvedEnv(compose.services.api!).PUBLIC_URL);
+    // Attempts under way may take WEBHOOK_TIMEOUT_MS to end before Compose kills the process.
+    expect(parseDuration(webhooks.stop_grace_period ?? '10s')).toBeGreaterThan(Number(e.WEBHOOK_TIMEOUT_MS ?? ENV_DEFAULTS.WEBHOOK_TIMEOUT_MS));
   });
 
   it('connects each worker to its own engine on the port that engine listens on', () => {

@@ -112,7 +112,7 @@ describe('Dockerfile', () => {
     expect(JSON.parse(ops(final, 'CMD')[0]!)).toEqual(['api']);
     const env = ops(final, 'ENV').join(' ');
     // Inside a container every server must listen beyond loopback.
-    for (const v of ['API_HOST=0.0.0.0', 'WORKER_HOST=0.0.0.0', 'SIM_ENGINE_HOST=0.0.0.0', 'NODE_ENV=production']) expect(env).toContain(v);
+    for (const v of ['API_HOST=0.0.0.0', 'WORKER_HOST=0.0.0.0', 'WEBHOOK_HOST=0.0.0.0', 'SIM_ENGINE_HOST=0.0.0.0', 'NODE_ENV=production']) expect(env).toContain(v);
   });
 });
 
@@ -177,7 +177,7 @@ describe('docker/entrypoint.sh', () => {
   });
 
   // The services get the V8 flags every other launcher gives them; one-off commands do not need them.
-  const SERVICES = ['api', 'worker', 'sim-engine'];
+  const SERVICES = ['api', 'worker', 'webhooks', 'sim-engine'];
 
   it.each(Object.entries(ROLE_ENTRIES))('runs %s as node %s from the application root, passing arguments on', (role, entry) => {
     const result = run([role, 'accounts', 'list', '--json']);
@@ -191,7 +191,7 @@ describe('docker/entrypoint.sh', () => {
     for (const args of [['scheduler'], []]) {
       const result = run(args);
       expect(result.status).toBe(64);
-      expect(result.stderr).toMatch(/usage: .*api\|worker\|sim-engine\|migrate\|admin/);
+      expect(result.stderr).toMatch(/usage: .*api\|worker\|webhooks\|sim-engine\|migrate\|admin/);
       expect(result.stdout).toBe('');
     }
   });

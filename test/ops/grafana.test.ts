@@ -80,6 +80,9 @@ describe('ops/metrics.json', () => {
         'router_calls_total',
         'router_call_duration_seconds',
         'router_inflight_spend_cents',
+        'webhook_deliveries_total',
+        'webhook_delivery_attempts_total',
+        'webhook_oldest_pending_seconds',
       ].sort(),
     );
     for (const m of metrics) {

@@ -58,6 +58,7 @@ const secret = find<K8sObject & { stringData: Record<string, string> }>(base, 'S
 const api = find<Workload>(base, 'Deployment', 'comfy-cloud-api');
 const worker = find<Workload>(base, 'Deployment', 'comfy-cloud-worker');
 const migrateJob = find<Workload>(base, 'Job', 'comfy-cloud-migrate');
+const webhooks = find<Workload>(base, 'Deployment', 'comfy-cloud-webhooks');
 
 const appImage = 'registry.example.com/comfy-cloud:0.1.0';
 const isApp = (c: Container) => c.image === appImage;
@@ -106,12 +107,14 @@ describe('k8s/ (kubectl apply -k k8s/)', () => {
         'ConfigMap/comfy-cloud-config',
         'Deployment/comfy-cloud-api',
         'Deployment/comfy-cloud-worker',
+        'Deployment/comfy-cloud-webhooks',
         'HorizontalPodAutoscaler/comfy-cloud-api',
         'Ingress/comfy-cloud-api',
         'Job/comfy-cloud-migrate',
         'Namespace/comfy-cloud',
         'PodDisruptionBudget/comfy-cloud-api',
         'PodDisruptionBudget/comfy-cloud-worker',
+        'PodDisruptionBudget/comfy-cloud-webhooks',
         'Secret/comfy-cloud-secrets',
         'Service/comfy-cloud-api',
       ].sort(),
@@ -136,8 +139,8 @@ describe('k8s/ (kubectl apply -k k8s/)', () => {
   });
 
   it('runs every app container with a role the image maps to a built entry point', () => {
-    const app = [api, worker, migrateJob].flatMap((w) => [...w.spec.template.spec.containers, ...(w.spec.template.spec.initContainers ?? [])]).filter(isApp);
-    expect(app.length).toBe(4);
+    const app = [api, worker, webhooks, migrateJob].flatMap((w) => [...w.spec.template.spec.containers, ...(w.spec.template.spec.initContainers ?? [])]).filter(isApp);
+    expect(app.length).toBe(5);
     for (const c of app) {
       const role = c.args?.[0] as keyof typeof ROLE_ENTRIES;
       expect(role in ROLE_ENTRIES).toBe(true);
@@ -150,7 +153,7 @@ describe('k8s/ (kubectl apply -k k8s/)', () => {
   it('sets only variables the code reads, and each app container gets a configuration that loads', () => {
     const known = new Set(Object.keys(ENV_DEFAULTS));
     for (const key of [...Object.keys(configMap.data), ...Object.keys(secret.stringData)]) expect({ key, known: known.has(key) }).toEqual({ key, known: true });
-    for (const w of [api, worker, migrateJob]) {
+    for (const w of [api, worker, webhooks, migrateJob]) {
       for (const c of [...w.spec.template.spec.containers, ...(w.spec.template.spec.initContainers ?? [])].filter(isApp)) {
         for (const v of c.env ?? []) expect({ c: c.name, key: v.name, known: known.has(v.name) }).toEqual({ c: c.name, key: v.name, known: true });
         const config = loadConfig(containerEnv(c, w.metadata.name));
@@ -246,6 +249,23 @@ describe('k8s/ (kubectl apply -k k8s/)', () => {
     for (const probe of [engine.livenessProbe, engine.startupProbe]) expect(probe?.exec?.command.join(' ')).toContain('http://127.0.0.1:8188/system_stats');
   });
 
+  it('probes the webhooks process on its health port and paths, and lets its attempts under way end', () => {
+    const c = container(webhooks, 'webhooks');
+    expect(c.args).toEqual(['webhooks']);
+    const env = containerEnv(c, webhooks.metadata.name);
+    expect(env.WEBHOOK_HOST).toBe('0.0.0.0');
+    const served = workerHealthPaths();
+    expect(c.livenessProbe?.httpGet?.path).toBe('/healthz');
+    expect(c.readinessProbe?.httpGet?.path).toBe('/readyz');
+    for (const probe of [c.livenessProbe, c.readinessProbe]) {
+      expect(served.has(probe!.httpGet!.path)).toBe(true);
+      expect(portOf(c, probe!.httpGet!.port)).toBe(Number(env.WEBHOOK_PORT));
+    }
+    const timeoutMs = Number(env.WEBHOOK_TIMEOUT_MS ?? ENV_DEFAULTS.WEBHOOK_TIMEOUT_MS);
+    expect((webhooks.spec.template.spec.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(timeoutMs + 5_000);
+    expect(loadConfig(env).api.publicUrl).toBe(configMap.data.PUBLIC_URL);
+  });
+
   it('gives a worker time to hand its job back, and keeps the engine up until the worker is gone', () => {
     const pod = worker.spec.template.spec;
     const graceMs = Number(containerEnv(container(worker, 'worker'), worker.metadata.name).WORKER_SHUTDOWN_GRACE_MS);
@@ -259,7 +279,7 @@ describe('k8s/ (kubectl apply -k k8s/)', () => {
   });
 
   it('sets resource requests and limits on every container', () => {
-    for (const w of [api, worker, migrateJob]) {
+    for (const w of [api, worker, webhooks, migrateJob]) {
       for (const c of [...w.spec.template.spec.containers, ...(w.spec.template.spec.initContainers ?? [])]) {
         expect({ c: c.name, cpu: c.resources?.requests?.cpu !== undefined, memory: c.resources?.requests?.memory !== undefined }).toEqual({ c: c.name, cpu: true, memory: true });
         expect({ c: c.name, memoryLimit: c.resources?.limits?.memory !== undefined }).toEqual({ c: c.name, memoryLimit: true });

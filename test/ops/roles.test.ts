@@ -7,7 +7,7 @@ import { ROLE_ENTRIES, ROOT } from './support.js';
 // each with the variable's name and EX_CONFIG (78), the same way, so an orchestrator's logs say
 // what to fix instead of showing a stack trace.
 describe('roles started with a bad setting', () => {
-  it.each(['api', 'worker', 'migrate'] as const)('%s names the variable and exits 78', (role) => {
+  it.each(['api', 'worker', 'webhooks', 'migrate'] as const)('%s names the variable and exits 78', (role) => {
     const r = spawnSync(process.execPath, [path.join(ROOT, ROLE_ENTRIES[role])], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'mysql://somewhere/db' },

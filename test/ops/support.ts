@@ -13,6 +13,7 @@ export const read = (relative: string): string => readFileSync(path.join(ROOT, r
 export const ROLE_ENTRIES = {
   api: 'dist/apps/api/src/main.js',
   worker: 'dist/apps/worker/src/main.js',
+  webhooks: 'dist/apps/webhooks/src/main.js',
   'sim-engine': 'dist/apps/sim-engine/src/main.js',
   migrate: 'dist/libs/db/migrate-cli.js',
   admin: 'dist/apps/admin/src/main.js',
@@ -41,9 +42,9 @@ export function simEngineDefaultPort(): number {
   return Number(m[1]);
 }
 
-/** Paths the worker's health server answers (the server matches `req.url` literally). */
+/** Paths the health server of the worker and the webhooks process answers (it matches `req.url` literally). */
 export function workerHealthPaths(): Set<string> {
-  return new Set([...read('apps/worker/src/health-server.ts').matchAll(/req\.url === '([^']+)'/g)].map((m) => m[1]!));
+  return new Set([...read('libs/runtime/health-server.ts').matchAll(/req\.url === '([^']+)'/g)].map((m) => m[1]!));
 }
 
 /** Paths the api's health controller answers (`@Get('healthz')` under a root controller). */

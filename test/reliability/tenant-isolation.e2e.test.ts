@@ -170,6 +170,9 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     modelName: `alice-style-${randomUUID().slice(0, 8)}.safetensors`,
     embedding: null as any,
     resumable: '',
+    endpoint: null as any,
+    endpointCursor: '',
+    delivery: '',
   };
   const pinned = tinyImage(10);
   const sockets: { a: SocketRecorder; b: SocketRecorder; c: SocketRecorder; bAlias: SocketRecorder } = {} as never;
@@ -280,6 +283,14 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     A.deploymentJob = viaDeployment.body.id;
 
     A.jobIds = (await v2(a.key, '/api/v2/jobs?limit=100')).body.data.map((j: { id: string }) => j.id);
+
+    // Webhooks: two endpoints (one page of one has a cursor), and a delivery (a test event; no
+    // webhooks process runs here, so it stays pending).
+    A.endpoint = (await v2(a.key, '/api/v2/webhooks/endpoints', jsonInit('POST', { url: 'https://hooks.example.com/alice', description: 'alice hooks' }))).body;
+    expect(A.endpoint.id).toBeDefined();
+    expect((await v2(a.key, '/api/v2/webhooks/endpoints', jsonInit('POST', { url: 'https://hooks.example.com/alice-2' }))).status).toBe(201);
+    A.endpointCursor = (await v2(a.key, '/api/v2/webhooks/endpoints?limit=1')).body.next_cursor;
+    A.delivery = (await v2(a.key, `/api/v2/webhooks/endpoints/${A.endpoint.id}/test`, { method: 'POST' })).body.id;
   }, 120_000);
 
   afterAll(async () => {
@@ -712,6 +723,43 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       ],
     },
     {
+      family: "v2 webhook endpoints and deliveries by A's ids: read, change, delete, rotate, test, deliveries, redeliver",
+      routes: [
+        'GET /api/v2/webhooks/endpoints/:id', 'HEAD /api/v2/webhooks/endpoints/:id', 'PATCH /api/v2/webhooks/endpoints/:id', 'DELETE /api/v2/webhooks/endpoints/:id',
+        'POST /api/v2/webhooks/endpoints/:id/rotate-secret', 'POST /api/v2/webhooks/endpoints/:id/test',
+        'GET /api/v2/webhooks/endpoints/:id/deliveries', 'HEAD /api/v2/webhooks/endpoints/:id/deliveries', 'POST /api/v2/webhooks/deliveries/:id/redeliver',
+      ],
+      probes: () => {
+        const endpoint = (suffix: string, init: (m: string) => RequestInit = (m) => ({ method: m })) => (id: string, m: string) => v2(B.key, `/api/v2/webhooks/endpoints/${id}${suffix}`, init(m));
+        const aEndpoint = () => A.endpoint.id as string;
+        return [
+          ...read("/api/v2/webhooks/endpoints/{A's}", endpoint(''), aEndpoint, () => randomUUID(), 404),
+          ...read("PATCH /api/v2/webhooks/endpoints/{A's} {enabled: false, url}", endpoint('', () => jsonInit('PATCH', { enabled: false, url: 'https://b.example.com/steal' })), aEndpoint, () => randomUUID(), 404, ['PATCH']),
+          ...read("DELETE /api/v2/webhooks/endpoints/{A's}", endpoint(''), aEndpoint, () => randomUUID(), 404, ['DELETE']),
+          ...read("/api/v2/webhooks/endpoints/{A's}/rotate-secret", endpoint('/rotate-secret'), aEndpoint, () => randomUUID(), 404, ['POST']),
+          ...read("/api/v2/webhooks/endpoints/{A's}/test", endpoint('/test'), aEndpoint, () => randomUUID(), 404, ['POST']),
+          ...read("/api/v2/webhooks/endpoints/{A's}/deliveries", endpoint('/deliveries'), aEndpoint, () => randomUUID(), 404),
+          ...read("/api/v2/webhooks/deliveries/{A's}/redeliver", (id, m) => v2(B.key, `/api/v2/webhooks/deliveries/${id}/redeliver`, { method: m }), () => A.delivery, () => randomUUID(), 404, ['POST']),
+        ];
+      },
+    },
+    {
+      family: "v2 webhook endpoint list and creation (B vs a fresh account), and A's page cursor",
+      routes: ['GET /api/v2/webhooks/endpoints', 'HEAD /api/v2/webhooks/endpoints', 'POST /api/v2/webhooks/endpoints'],
+      probes: () => {
+        const created = async (who: typeof B) => {
+          const r = await v2(who.key, '/api/v2/webhooks/endpoints', jsonInit('POST', { url: 'https://hooks.example.com/alice' }));
+          return { status: r.status, keys: Object.keys(r.body ?? {}).sort(), secretIsAs: r.body?.secret === A.endpoint.secret };
+        };
+        return [
+          same('GET /api/v2/webhooks/endpoints (B vs a fresh account)', (who) => v2(who.key, '/api/v2/webhooks/endpoints?limit=100')),
+          same('HEAD /api/v2/webhooks/endpoints', (who) => v2(who.key, '/api/v2/webhooks/endpoints', { method: 'HEAD' })),
+          { what: "POST /api/v2/webhooks/endpoints with A's url", theirs: () => created(B), unknown: () => created(C), status: 201 },
+          ...read("/api/v2/webhooks/endpoints?cursor=A's cursor", (c, m) => v2(B.key, `/api/v2/webhooks/endpoints?cursor=${encodeURIComponent(c)}`, { method: m }), () => A.endpointCursor, () => forge(A.endpointCursor), 400),
+        ];
+      },
+    },
+    {
       family: 'deployment surface: A\'s deployment id by path and by host',
       routes: ['GET /workflow', 'HEAD /workflow'],
       probes: () => {
@@ -812,6 +860,8 @@ describe('tenant isolation: account B learns nothing of account A and changes no
     const userFile = await v1(A.account.key, `/api/userdata/${encodeURIComponent(A.userFile)}`);
     const settings = (await v1(A.account.key, '/api/settings')).body;
     const log = (await v1(A.account.key, '/api/internal/logs/raw')).body.entries.length;
+    const endpoint = (await v2(A.account.key, `/api/v2/webhooks/endpoints/${A.endpoint.id}`)).body;
+    const deliveries = (await v2(A.account.key, `/api/v2/webhooks/endpoints/${A.endpoint.id}/deliveries`)).body.data;
     const checks = {
       running: await status(A.running),
       queued: await status(A.queued),
@@ -829,6 +879,9 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       ownLog: log > 0,
       modelListed: ((await v1(A.account.key, '/api/models/loras')).body as string[]).includes(A.modelName),
       uploadResumable: (await v2(A.account.key, `/api/v2/uploads/${A.resumable}`, { method: 'HEAD', headers: { 'tus-resumable': '1.0.0' } })).headers.get('upload-offset'),
+      webhookEndpoint: `${endpoint.enabled} ${endpoint.url} ${endpoint.updated_at === A.endpoint.updated_at}`,
+      webhookSecret: (await stack.db.webhookEndpoint.findUniqueOrThrow({ where: { id: A.endpoint.id } })).previousSecretSealed === null,
+      webhookDeliveries: deliveries.map((d: { id: string; attempts: number }) => `${d.id === A.delivery} ${d.attempts}`).join(),
     };
     const expected = {
       running: 'running',
@@ -847,12 +900,15 @@ describe('tenant isolation: account B learns nothing of account A and changes no
       ownLog: true,
       modelListed: true,
       uploadResumable: '0',
+      webhookEndpoint: 'true https://hooks.example.com/alice true',
+      webhookSecret: true,
+      webhookDeliveries: 'true 0',
     };
     const differs = Object.keys(expected).filter((k) => JSON.stringify(checks[k as keyof typeof checks]) !== JSON.stringify(expected[k as keyof typeof expected]));
     report.record({
       tried: "A's data after every probe of B (cancel, interrupt, queue delete/clear, history delete/clear, asset delete, key reuse)",
       count: Object.keys(expected).length,
-      outcome: differs.length === 0 ? 'running job still running, queued still queued, assets and v1 upload download intact, A\'s job key still names A\'s job and the router key replays A\'s result, deployment, job list and v1 history unchanged' : `changed: ${differs.map((k) => `${k}=${JSON.stringify(checks[k as keyof typeof checks])}`).join(', ')}`,
+      outcome: differs.length === 0 ? 'running job still running, queued still queued, assets and v1 upload download intact, A\'s job key still names A\'s job and the router key replays A\'s result, deployment, job list, v1 history and webhook endpoint (url, secret, delivery) unchanged' : `changed: ${differs.map((k) => `${k}=${JSON.stringify(checks[k as keyof typeof checks])}`).join(', ')}`,
       held: differs.length === 0,
     });
     expect(checks).toEqual(expected);

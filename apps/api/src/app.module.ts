@@ -13,13 +13,14 @@ import { AssetsModule } from './v2/assets/assets.module.js';
 import { JobsModule } from './v2/jobs/jobs.module.js';
 import { UploadsModule } from './v2/uploads/uploads.module.js';
 import { V1Module } from './v1/v1.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 @Module({})
 export class AppModule {
   static forConfig(config: Config): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forConfig(config), AuthModule, AssetsModule, UploadsModule, AccountModule, JobsModule, V1Module, RouterModule, MetricsModule],
+      imports: [CoreModule.forConfig(config), AuthModule, AssetsModule, UploadsModule, AccountModule, JobsModule, WebhooksModule, V1Module, RouterModule, MetricsModule],
       controllers: [HealthController, BlobsController],
       providers: [{ provide: APP_FILTER, useClass: AllErrorsFilter }],
     };

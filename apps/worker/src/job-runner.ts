@@ -9,6 +9,8 @@ import {
   finishJob,
   leaseToken,
   claimJob,
+  expiryError,
+  isOwnDeadline,
   saveProgress,
   transition,
   type RunLease,
@@ -458,7 +460,7 @@ export class JobRunner {
       const error = { code: 'node_execution_error', message: tenant.text(result.message), node_id: result.nodeId, class_type: result.classType, traceback: result.traceback ? tenant.text(result.traceback) : null, exception_type: result.exceptionType };
       return { outcome: { status: 'failed', error, log, engineMs } };
     }
-    if (canceled === 'expired') return { outcome: { status: 'expired', error: { code: 'execution_timeout', message: 'The job ran longer than allowed.' }, log, engineMs } };
+    if (canceled === 'expired') return { outcome: { status: 'expired', error: expiryError('run', isOwnDeadline(job)), log, engineMs } };
     if (canceled === 'cancel') return { outcome: { status: 'canceled', log, engineMs } };
     return { outcome: { status: 'failed', error: { code: 'interrupted', message: 'The engine interrupted the job.' }, log, engineMs } };
   }

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { blobRow, blobSurvived, bytesNewToAccount, discardUnrecordedBytes, underBlobLock } from '#libs/assets';
-import type { Db } from '#libs/db';
+import { Prisma, type Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import { leaseToken, type JobEventLog, type RunLease } from '#libs/jobs';
 import { outputBytesObserved } from '#libs/metrics';
+import { outputEventsCte } from '#libs/webhooks';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { contentTypeFor, outputName, outputType, type ReportedOutput } from './output-kinds.js';
 import type { Log } from './worker-process.js';
@@ -106,7 +107,7 @@ export class OutputStore {
         SELECT ${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt},
                ${bytesNewToAccount(job.accountId, stored.hash)} FROM held
         RETURNING id
-      )
+      ), ${outputEventsCte(Prisma.sql`asset`, job.accountId, job.id)}
       INSERT INTO job_outputs (job_id, asset_id, node_id, type, engine_key, engine_type, name)
       SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`,
     );

@@ -23,7 +23,7 @@ import {
 import { ProcessMetrics, setEngineReady } from '#libs/metrics';
 import { modelEvictionChannel } from '#libs/models';
 import { createBlobStore, StorageWriteProbe } from '#libs/storage';
-import { startHealthServer } from './health-server.js';
+import { startHealthServer } from '#libs/runtime';
 import { removeStagingFolders, withoutStagedFiles, withoutStagedNames, type ModelStaging } from './input-staging.js';
 import { JobRunner } from './job-runner.js';
 import { ModelCache } from './model-cache.js';

@@ -6,6 +6,7 @@ import { deploymentIdOf, linkBase } from '../surface/request-scope.js';
 import { buildOpenApiDocument } from './document.js';
 
 export { AccountDocs, AssetDocs, BlobDocs, HealthDocs, JobDocs, UploadDocs } from './v2-endpoints.js';
+export { WebhookDocs } from './webhook-docs.js';
 
 /**
  * `<BASE_PATH>/openapi.json` (the document) and `<BASE_PATH>/docs` (Swagger UI, its assets served

@@ -6,8 +6,8 @@ import { ERROR_STATUS, ROUTER_BUCKETS } from '#libs/contracts';
 type Schema = Record<string, unknown>;
 
 export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
-const nullable = (type: string, extra: Schema = {}): Schema => ({ type: [type, 'null'], ...extra });
-const dateTime = { type: 'string', format: 'date-time' };
+export const nullable = (type: string, extra: Schema = {}): Schema => ({ type: [type, 'null'], ...extra });
+export const dateTime = { type: 'string', format: 'date-time' };
 const uuid = { type: 'string', format: 'uuid' };
 
 export const ROUTER_ERROR_TYPES = ROUTER_BUCKETS;
@@ -15,7 +15,7 @@ export const ROUTER_ERROR_TYPES = ROUTER_BUCKETS;
 const ROUTER_SEGMENT = '^[a-z0-9]+([._-][a-z0-9]+)*$';
 
 /** One page of a v2 list: `has_more` says whether to follow `next_cursor`. */
-const pageOf = (item: string): Schema => ({
+export const pageOf = (item: string): Schema => ({
   type: 'object',
   required: ['data', 'has_more', 'limit'],
   properties: {
@@ -134,6 +134,7 @@ const v2: Record<string, Schema> = {
         additionalProperties: nullable('integer'),
       },
       urls: ref('JobUrls'),
+      deadline_at: nullable('string', { format: 'date-time', description: 'Additive: the deadline `Cancel-After` set; past it the job ends `expired` (`deadline_exceeded`). Null without one.' }),
     },
   },
   JobList: pageOf('Job'),

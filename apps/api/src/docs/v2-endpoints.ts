@@ -10,15 +10,15 @@ import { ref } from './schemas.js';
 type Obj = Record<string, unknown>;
 
 /** Puts the route in the document (the builder includes decorated routes only). */
-function endpoint(summary: string, description?: string) {
+export function endpoint(summary: string, description?: string) {
   return [ApiIncludeEndpoint(), ApiOperation({ summary, ...(description ? { description } : {}) })];
 }
 
-function errors(...codes: ErrorCode[]) {
+export function errors(...codes: ErrorCode[]) {
   return Object.entries(envelopeResponses(codes)).map(([status, response]) => ApiResponse({ status: Number(status), ...(response as Obj) } as never));
 }
 
-function ok(status: number, schemaName: string | null, description: string, headers?: Obj) {
+export function ok(status: number, schemaName: string | null, description: string, headers?: Obj) {
   return ApiResponse({ status, description, ...(schemaName ? { schema: ref(schemaName) } : {}), ...(headers ? { headers } : {}) } as never);
 }
 
@@ -39,6 +39,7 @@ export const JobDocs = {
       ),
       ApiHeader({ name: 'Idempotency-Key', required: false, description: '1 to 255 visible ASCII characters (a UUID is a good choice); single-use, kept 24 h.' }),
       ApiHeader({ name: 'Prefer', required: false, description: '`wait=N`: hold the response up to N seconds (capped) until the job ends.' }),
+      ApiHeader({ name: 'Cancel-After', required: false, description: 'A deadline from now (`90s`, `5m`, `1h30m`, or seconds), capped by the tier\'s maximum: a job not finished by then, queued or running, ends `expired` with `error.code` `deadline_exceeded` (charged for what ran). Shown as `deadline_at`.' }),
       ApiBody({ schema: ref('SubmitJobRequest') }),
       ok(201, 'Job', 'The job was created.', { 'Preference-Applied': { description: 'Echoes `wait=N` when honoured.', schema: { type: 'string' } } }),
       ...errors(

@@ -12,7 +12,7 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
  * preflight allowed, and `*` would not cover `Authorization`, so they are named.
  */
 export const CORS_REQUEST_HEADERS = [
-  'Authorization', 'X-API-Key', 'Content-Type', 'Idempotency-Key', 'Prefer', 'Last-Event-ID', 'If-None-Match', 'Range', 'X-Request-Id',
+  'Authorization', 'X-API-Key', 'Content-Type', 'Idempotency-Key', 'Prefer', 'Cancel-After', 'Last-Event-ID', 'If-None-Match', 'Range', 'X-Request-Id',
   // resumable uploads (tus)
   'Tus-Resumable', 'Upload-Length', 'Upload-Offset', 'Upload-Metadata', 'Upload-Defer-Length',
 ];

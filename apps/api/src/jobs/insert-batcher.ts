@@ -14,6 +14,8 @@ export interface NewJobRow {
   deploymentId: string | null;
   expiresAt: Date;
   queueDeadlineAt: Date;
+  /** Cancel-After: the job's own deadline, or null. */
+  deadlineAt?: Date | null;
   idempotencyKey: string | null;
   /** Set with idempotencyKey: what a later use of the key is compared with. */
   requestHash: string | null;
@@ -94,6 +96,7 @@ export class InsertBatcher {
         deployment_id: r.deploymentId,
         expires_at: r.expiresAt.toISOString(),
         queue_deadline_at: r.queueDeadlineAt.toISOString(),
+        deadline_at: r.deadlineAt?.toISOString() ?? null,
         idem_key: r.idempotencyKey,
         request_hash: r.requestHash,
         idem_expires_at: r.idempotencyExpiresAt.toISOString(),
@@ -105,7 +108,7 @@ export class InsertBatcher {
       WITH input AS (
         SELECT * FROM json_to_recordset(${input}::json) AS x(
           i int, id uuid, account_id uuid, workflow jsonb, submitted_workflow jsonb, output_nodes text[], source text, client_id text,
-          deployment_id text, expires_at timestamptz, queue_deadline_at timestamptz, idem_key text,
+          deployment_id text, expires_at timestamptz, queue_deadline_at timestamptz, deadline_at timestamptz, idem_key text,
           request_hash text, idem_expires_at timestamptz, max_queued int, asset_ids uuid[])
       ), held AS MATERIALIZED (
         -- The assets the jobs use, share-locked until this batch commits. A deletion locks its
@@ -143,8 +146,8 @@ export class InsertBatcher {
         ON CONFLICT (account_id, key) DO NOTHING
         RETURNING job_id
       ), job AS (
-        INSERT INTO jobs (id, account_id, workflow, submitted_workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at)
-        SELECT id, account_id, workflow, submitted_workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at FROM ranked
+        INSERT INTO jobs (id, account_id, workflow, submitted_workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at, deadline_at)
+        SELECT id, account_id, workflow, submitted_workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at, deadline_at FROM ranked
         WHERE has_room AND id_free AND cardinality(missing) = 0 AND (idem_key IS NULL OR id IN (SELECT job_id FROM idem))
         RETURNING ${jobColumns()}
       )

@@ -1,16 +1,16 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
-import { ApiError, parseLosslessJson, type JobView, type OutputView, type ProgressView } from '#libs/contracts';
-import { Prisma, type Account, type Db, type Deployment, type Job, type JobOutput, type Asset, type Blob, type JobStatus } from '#libs/db';
-import { linkLifetimeSeconds, type BlobStore } from '#libs/storage';
+import { ApiError, parseLosslessJson, type JobView } from '#libs/contracts';
+import { Prisma, type Account, type Db, type Deployment, type Job, type JobStatus } from '#libs/db';
+import type { BlobStore } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { linkBase } from '../surface/request-scope.js';
 import { JobPipeline } from './job-pipeline.js';
-import { jobColumns, jobFromRow } from '#libs/jobs';
+import { assetSigner, jobColumns, jobFromRow, jobUrls, renderJob, type JobWithOutputs, type SignAsset } from '#libs/jobs';
 
-export type JobWithOutputs = Job & { outputs: (JobOutput & { asset: Asset & { blob: Blob } })[] };
+export type { JobWithOutputs };
 
 /**
  * Whose jobs a request sees: the account's, and on the deployment surface only the addressed
@@ -161,66 +161,26 @@ export class JobViews {
     return rows.map(withOutputs);
   }
 
-  async outputView(output: JobOutput & { asset: Asset & { blob: Blob } }, request: FastifyRequest): Promise<OutputView> {
-    const signed = await this.store.signedUrl(output.asset.blobHash, {
-      fileName: output.name,
-      contentType: output.asset.contentType,
-      expiresInSeconds: linkLifetimeSeconds(this.config.signedUrlTtlSeconds, output.asset.expiresAt),
-      origin: requestOrigin(request, this.config),
-    });
-    return {
-      node_id: output.nodeId,
-      name: output.name,
-      type: output.type as OutputView['type'],
-      content_type: output.asset.contentType,
-      size_bytes: Number(output.asset.blob.sizeBytes),
-      id: output.assetId,
-      hash: `blake3:${output.asset.blobHash}`,
-      url: signed.url,
-      url_expires_at: signed.expiresAt.toISOString(),
-      job_id: output.jobId,
-    };
+  /** Output links signed for the origin this request used (worked out only when a job has outputs). */
+  private signer(request: FastifyRequest): SignAsset {
+    return (asset, fileName) => assetSigner(this.store, this.config.signedUrlTtlSeconds, requestOrigin(request, this.config))(asset, fileName);
   }
 
   /** An `output` event's data with a freshly signed URL. */
   async outputEventView(data: Record<string, unknown>, request: FastifyRequest): Promise<Record<string, unknown>> {
     const asset = typeof data.id === 'string' ? await this.db.asset.findUnique({ where: { id: data.id } }) : null;
     if (!asset) return data;
-    const signed = await this.store.signedUrl(asset.blobHash, {
-      fileName: String(data.name ?? asset.filePath),
-      contentType: asset.contentType,
-      expiresInSeconds: linkLifetimeSeconds(this.config.signedUrlTtlSeconds, asset.expiresAt),
-      origin: requestOrigin(request, this.config),
-    });
+    const signed = await this.signer(request)(asset, String(data.name ?? asset.filePath));
     return { ...data, url: signed.url, url_expires_at: signed.expiresAt.toISOString() };
   }
 
   urls(jobId: string, request: FastifyRequest): JobView['urls'] {
-    const self = `${linkBase(request, this.config)}/api/v2/jobs/${jobId}`;
-    return {
-      self,
-      events: `${self}/events`,
-      cancel: `${self}/cancel`,
-      ...(this.config.jobs.captureLogs ? { logs: `${self}/logs` } : {}),
-    };
+    return jobUrls(this.selfLink(jobId, request), this.config.jobs.captureLogs);
   }
 
-  private progressOf(job: Job): ProgressView | null {
-    if (job.progress) return job.progress as unknown as ProgressView;
-    if (job.status === 'queued') return null;
-    // Once a job runs it always has a snapshot, even before the engine reported anything.
-    const nodes = Object.keys((job.workflow as Record<string, unknown>) ?? {}).length;
-    const done = job.status === 'succeeded';
-    return {
-      value: done ? 1 : 0,
-      nodes_done: done ? nodes : 0,
-      nodes_total: nodes,
-      current_node: null,
-      current_node_class: null,
-      step: null,
-      steps: null,
-      message: null,
-    };
+  /** A job's address as this request reaches it (mount and deployment prefix included). */
+  private selfLink(jobId: string, request: FastifyRequest): string {
+    return `${linkBase(request, this.config)}/api/v2/jobs/${jobId}`;
   }
 
   async render(job: JobWithOutputs, request: FastifyRequest): Promise<JobView> {
@@ -270,22 +230,8 @@ export class JobViews {
     return Promise.all(jobs.map((job) => this.renderOne(job, positions, request)));
   }
 
-  private async renderOne(job: JobWithOutputs, positions: Map<string, number>, request: FastifyRequest): Promise<JobView> {
-    return {
-      id: job.id,
-      status: job.status,
-      created_at: job.createdAt.toISOString(),
-      started_at: job.startedAt?.toISOString() ?? null,
-      completed_at: job.completedAt?.toISOString() ?? null,
-      expires_at: job.expiresAt.toISOString(),
-      // A job read as queued that the count no longer finds waiting has just started (or ended):
-      // no job starts before it.
-      queue_position: job.status === 'queued' ? (positions.get(job.id) ?? 0) : null,
-      progress: this.progressOf(job),
-      outputs: await Promise.all(job.outputs.map((o) => this.outputView(o, request))),
-      error: (job.error as JobView['error']) ?? null,
-      metrics: { queue_ms: job.queueMs, execution_ms: job.executionMs },
-      urls: this.urls(job.id, request),
-    };
+  private renderOne(job: JobWithOutputs, positions: Map<string, number>, request: FastifyRequest): Promise<JobView> {
+    const parts = { self: this.selfLink(job.id, request), sign: this.signer(request), captureLogs: this.config.jobs.captureLogs };
+    return renderJob(job, positions.get(job.id) ?? null, parts);
   }
 }

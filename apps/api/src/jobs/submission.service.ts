@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
+import { maxCancelAfterSeconds } from '#libs/accounts';
 import { notExpired } from '#libs/assets';
 import type { Config } from '#libs/config';
 import { ApiError, copyJson, isRawJson } from '#libs/contracts';
@@ -12,6 +13,7 @@ import { InputFiles } from '../inputs/input-files.service.js';
 import { InsertBatcher, type NewJobRow } from './insert-batcher.js';
 import { JobPipeline } from './job-pipeline.js';
 import { checkPinnedStructure } from './deployment-rules.js';
+import { jobDeadlines } from './job-deadlines.js';
 
 export interface SubmitRequest {
   workflow: unknown;
@@ -27,6 +29,8 @@ export interface SubmitRequest {
    * validated): what the job shows as its workflow. Otherwise `workflow` is as sent.
    */
   submitted?: unknown;
+  /** Cancel-After (v2): seconds from now the job may take, queued and running; capped by the tier. */
+  cancelAfterSeconds?: number;
 }
 
 
@@ -161,7 +165,7 @@ export class SubmissionService {
       clientId: req.clientId ?? null,
       deploymentId: req.deployment?.id ?? null,
       expiresAt: new Date(now + cfg.retentionSeconds * 1000),
-      queueDeadlineAt: new Date(now + cfg.queueTimeoutSeconds * 1000),
+      ...jobDeadlines(now, cfg.queueTimeoutSeconds, req.cancelAfterSeconds === undefined ? null : Math.min(req.cancelAfterSeconds, maxCancelAfterSeconds(account.tier))),
       idempotencyKey: keyed?.key ?? null,
       requestHash: keyed?.hash ?? null,
       idempotencyExpiresAt: new Date(now + IDEMPOTENCY_TTL_MS),

@@ -17,6 +17,7 @@ import { JobViews, scopeOf, type JobScope } from '../../jobs/job-views.service.j
 import { SubmissionService, WorkflowRejected } from '../../jobs/submission.service.js';
 import { AccountLimits, RateLimitGuard } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
+import { parseCancelAfter } from './cancel-after.js';
 import { streamJobEvents } from './job-event-stream.js';
 import { nextCursor, parseJobListQuery } from './job-list.js';
 import { parseIdempotencyKey, parsePreferWait, parseSubmitBody } from './submit-body.js';
@@ -49,10 +50,11 @@ export class JobsController {
     const parsed = parseSubmitBody(requireJsonObject(request, body));
     const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
     const wait = parsePreferWait(request.headers.prefer, this.config.jobs.preferWaitMaxSeconds);
+    const cancelAfterSeconds = parseCancelAfter(request.headers['cancel-after']);
     const deployment = await this.deployments.resolve(request, account);
     let job;
     try {
-      job = await this.submissions.submit(account, { ...parsed, idempotencyKey, source: 'v2', deployment });
+      job = await this.submissions.submit(account, { ...parsed, idempotencyKey, source: 'v2', deployment, cancelAfterSeconds });
     } catch (err) {
       if (err instanceof WorkflowRejected) {
         const o = err.outcome;

@@ -3,7 +3,7 @@ import type { ProcessMetrics } from '#libs/metrics';
 
 export type Probe = () => Promise<Record<string, string>>;
 
-/** /healthz (alive) and /readyz (engine, PostgreSQL, Redis, a blob store that takes writes) for orchestrators; /metrics for Prometheus. */
+/** /healthz (alive) and /readyz (what `ready` checks: its dependencies) for orchestrators; /metrics for Prometheus. The worker's and the webhooks process's. */
 export function startHealthServer(host: string, port: number, ready: Probe, metrics?: ProcessMetrics): Promise<{ server: Server; port: number }> {
   const server = createServer((req, res) => {
     const send = (status: number, body: unknown) => {

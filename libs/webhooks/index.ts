@@ -1,0 +1,10 @@
+export { JOB_EVENTS, OPT_IN_JOB_EVENTS, TERMINAL_JOB_EVENTS, TEST_EVENT, isJobEventType } from './events.js';
+export type { JobEventType, WebhookEventType } from './events.js';
+export { WAKE_CHANNEL, jobStatusEventsCte, outputEventsCte, recordTestEvent, webhookEventsCte } from './outbox.js';
+export type { WebhookEventSource } from './outbox.js';
+export { ROTATION_OVERLAP_MS, newEndpointSecret, openEndpointSecret, sealEndpointSecret, signedHeaders } from './secrets.js';
+export { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, classifyStatus, isRetryable, nextDelayMs, parseRetryAfter } from './schedule.js';
+export type { AttemptResult } from './schedule.js';
+export { hostRefusal } from './address-policy.js';
+export { postWebhook } from './outbound.js';
+export type { AttemptOutcome, OutboundOptions } from './outbound.js';
