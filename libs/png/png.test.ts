@@ -2,15 +2,9 @@ import { describe, expect, test } from '@jest/globals';
 import { deflateSync } from 'node:zlib';
 import { decodePng, encodeApng, encodePng, pngChunk, PNG_SIGNATURE, readChunks, type RawImage } from './index.js';
 
-function header(width: number, height: number, depth: number, colorType: number, interlace = 0): Buffer {
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = depth;
-  ihdr[9] = colorType;
-  ihdr[12] = interlace;
-  return pngChunk('IHDR', ihdr);
-}
+const u32 = (n: number) => [n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff];
+const header = (width: number, height: number, depth: number, colorType: number, interlace = 0) =>
+  pngChunk('IHDR', Buffer.from([...u32(width), ...u32(height), depth, colorType, 0, 0, interlace]));
 
 const IEND = pngChunk('IEND', Buffer.alloc(0));
 const image = (channels: RawImage['channels'], seed = 1): RawImage => ({ width: 5, height: 3, channels, data: Uint8Array.from({ length: 15 * channels }, (_, i) => (i * 37 + seed) & 0xff) });
