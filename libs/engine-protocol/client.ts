@@ -290,7 +290,7 @@ export class EngineClient {
       { name: 'image', filename, contentType: opts.contentType ?? guessContentType(filename), data },
     ]);
     const path = opts.mask ? '/upload/mask' : '/upload/image';
-    const res = await this.send('POST', this.url(path), { headers: { 'content-type': body.contentType }, body: Readable.from(body.stream), stallTimeoutMs: this.stallTimeoutMs });
+    const res = await this.send('POST', this.url(path), { headers: { 'content-type': body.contentType }, body: body.stream, stallTimeoutMs: this.stallTimeoutMs });
     const text = await readText(res);
     if (!isOk(res)) throw new EngineHttpError('POST', path, res.statusCode ?? 0, text);
     return JSON.parse(text) as UploadImageResponse;

@@ -1,5 +1,5 @@
-/** A streaming multipart/form-data body writer: file bytes are never buffered whole. */
-import { randomBytes } from 'node:crypto';
+/** multipart/form-data bodies, written by the `form-data` package as a stream: file bytes are never buffered whole. */
+import FormData from 'form-data';
 import { Readable } from 'node:stream';
 
 export interface MultipartField {
@@ -17,37 +17,33 @@ export interface MultipartFile {
 export interface MultipartBody {
   boundary: string;
   contentType: string;
-  stream: AsyncGenerator<Uint8Array>;
+  /** The body as it is read; destroying it (a server that answered early) releases the files' sources too. */
+  stream: Readable;
 }
 
-function escapeQuoted(s: string): string {
-  return s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\r|\n/g, ' ');
+function asStreamable(data: MultipartFile['data']): Buffer | Readable {
+  if (Buffer.isBuffer(data)) return data;
+  if (data instanceof Uint8Array) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  return data instanceof Readable ? data : Readable.from(data);
 }
 
 export function buildMultipartBody(fields: MultipartField[], files: MultipartFile[]): MultipartBody {
-  const boundary = '----engine-protocol-' + randomBytes(12).toString('hex');
-  async function* generate(): AsyncGenerator<Uint8Array> {
-    // The engine reads fields with aiohttp's request.post(): order does not matter,
-    // but fields first lets a streaming server know `type`/`subfolder` before the file.
-    for (const f of fields) {
-      yield Buffer.from(
-        `--${boundary}\r\nContent-Disposition: form-data; name="${escapeQuoted(f.name)}"\r\n\r\n${f.value}\r\n`,
-      );
-    }
-    for (const file of files) {
-      yield Buffer.from(
-        `--${boundary}\r\nContent-Disposition: form-data; name="${escapeQuoted(file.name)}"; filename="${escapeQuoted(file.filename)}"\r\nContent-Type: ${file.contentType}\r\n\r\n`,
-      );
-      if (Buffer.isBuffer(file.data) || file.data instanceof Uint8Array) {
-        yield file.data;
-      } else {
-        for await (const chunk of file.data as AsyncIterable<Uint8Array | string>) {
-          yield typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-        }
-      }
-      yield Buffer.from('\r\n');
-    }
-    yield Buffer.from(`--${boundary}--\r\n`);
+  const form = new FormData();
+  // The engine reads fields with aiohttp's request.post(): order does not matter,
+  // but fields first lets a streaming server know `type`/`subfolder` before the file.
+  for (const f of fields) form.append(f.name, f.value);
+  const sources: Readable[] = [];
+  for (const file of files) {
+    const data = asStreamable(file.data);
+    if (data instanceof Readable) sources.push(data);
+    form.append(file.name, data, { filename: file.filename, contentType: file.contentType });
   }
-  return { boundary, contentType: `multipart/form-data; boundary=${boundary}`, stream: generate() };
+  // form-data is a classic (pre-streams2) stream: wrapped, it is a Readable with back-pressure.
+  // It leaves a source open when it is torn down early, so the wrapper's end closes them.
+  const stream = new Readable().wrap(form);
+  stream.once('close', () => {
+    for (const source of sources) if (!source.readableEnded) source.destroy();
+  });
+  form.resume();
+  return { boundary: form.getBoundary(), contentType: form.getHeaders()['content-type'] as string, stream };
 }

@@ -1,13 +1,16 @@
+import { encodeExtended } from 'content-disposition';
+
 /**
  * The Content-Disposition a download carries. A header value must be ASCII, so the name goes in
- * twice (RFC 6266): an ASCII stand-in for old clients, and `filename*` with the UTF-8 original.
+ * twice (RFC 6266): an ASCII stand-in for old clients, and `filename*` with the UTF-8 original,
+ * encoded by the `content-disposition` package (RFC 8187). Its `create()` is not used whole: it
+ * leaves out `filename*` for ASCII names and the quotes around names that are tokens, and stands
+ * `?` for what is not ASCII; every download here has the one form, both names, the first quoted.
  */
 export function contentDisposition(fileName: string, disposition: 'inline' | 'attachment' = 'inline'): string {
   const base = fileName.split('/').pop() || 'file';
   const ascii = base.replace(/[^\x20-\x7e]|["\\]/g, '_');
-  // encodeURIComponent leaves ' ( ) * alone, which RFC 8187 does not allow unencoded.
-  const utf8 = encodeURIComponent(base).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `${disposition}; filename="${ascii}"; filename*=UTF-8''${utf8}`;
+  return `${disposition}; filename="${ascii}"; filename*=${encodeExtended(base)}`;
 }
 
 // Media a browser shows without running anything in it. SVG is an image that runs scripts.

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { ParseArgsConfig } from 'node:util';
+import { stringify as stableStringify } from 'safe-stable-stringify';
 import type { AccountLimitsPatch, AccountsService } from '#libs/accounts';
 import type { Config } from '#libs/config';
 import type { Db } from '#libs/db';
@@ -251,10 +252,11 @@ export const commands: Command[] = [
       const problem = apiFormatProblem(workflow);
       if (problem) throw new InputError(`--workflow must hold a workflow in API format: ${problem}`);
       // Safe to run again (a deploy script retried): the same deployment is reported as it stands.
+      // Compared with keys sorted: PostgreSQL's jsonb does not keep the order they were written in.
       const existing = async () => {
         const row = await db.deployment.findUnique({ where: { id } });
         if (!row) return null;
-        if (row.accountId !== accountId || canonicalJson(row.workflow) !== canonicalJson(workflow)) {
+        if (row.accountId !== accountId || stableStringify(row.workflow) !== stableStringify(workflow)) {
           throw new InputError(`deployment ${id} already exists with another account or workflow`);
         }
         return { id: row.id, status: row.status };
@@ -324,13 +326,6 @@ function apiFormatProblem(workflow: unknown): string | null {
     }
   }
   return null;
-}
-
-/** JSON with object keys sorted: PostgreSQL's jsonb does not keep the order they were written in. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) =>
-    typeof v === 'object' && v !== null && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
-  );
 }
 
 export function usage(): string {

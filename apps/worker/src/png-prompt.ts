@@ -1,18 +1,11 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { crc32 } from 'node:zlib';
+import { pngChunk, PNG_SIGNATURE as SIGNATURE } from '#libs/png';
 
-const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 // A text chunk larger than this is not one the engine wrote; it passes through untouched.
 const MAX_TEXT_CHUNK = 64 * 1024 * 1024;
 
 function textChunk(keyword: string, text: string): Buffer {
-  const data = Buffer.concat([Buffer.from(keyword, 'latin1'), Buffer.from([0]), Buffer.from(text, 'latin1')]);
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(data.length, 0);
-  head.write('tEXt', 4, 'latin1');
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(data, crc32(head.subarray(4, 8))), 0);
-  return Buffer.concat([head, data, crc]);
+  return pngChunk('tEXt', Buffer.concat([Buffer.from(keyword, 'latin1'), Buffer.from([0]), Buffer.from(text, 'latin1')]));
 }
 
 /** The keyword of a tEXt or iTXt chunk's data (up to its NUL), or null. */
@@ -27,6 +20,10 @@ function keywordOf(data: Buffer): string | null {
  * data is never held whole. The engine embeds the prompt it ran, which holds the worker's staged
  * file names and its cache scope; a tenant's file carries the workflow the tenant sent instead.
  * A stream that is not a PNG passes through unchanged.
+ *
+ * Custom on purpose: a PNG library (pngjs, sharp) decodes the whole image and encodes it again;
+ * this changes one chunk as the bytes stream past, so an output of any size passes in bounded
+ * memory and its image data stays byte for byte what the engine wrote.
  */
 export class PngPromptRewriter extends Transform {
   private pending: Buffer = Buffer.alloc(0);

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
+import { stringify as stableStringify } from 'safe-stable-stringify';
 import { maxCancelAfterSeconds } from '#libs/accounts';
 import { notExpired } from '#libs/assets';
 import type { Config } from '#libs/config';
@@ -66,17 +67,14 @@ function lowerCaseAssetIds(workflow: ApiWorkflow): ApiWorkflow {
   return copy;
 }
 
-/** A canonical JSON text: the same workflow gives the same hash whatever its key order. */
+/**
+ * A canonical JSON text: the same workflow gives the same hash whatever its key order (keys sorted
+ * by safe-stable-stringify). Integers beyond 2^53 (raw JSON values: the lossless parser keeps only
+ * whole numbers so) are written as bigints, digit for digit, so two seeds that differ past the 53rd
+ * bit are two bodies. The text is byte for byte what earlier releases hashed: stored keys still match.
+ */
 function canonical(value: unknown): string {
-  if (isRawJson(value)) return value.rawJSON;
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value);
+  return stableStringify(value, (_key, v: unknown) => (isRawJson(v) ? BigInt(v.rawJSON) : v)) ?? '';
 }
 
 /**

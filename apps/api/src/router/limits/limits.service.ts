@@ -27,6 +27,10 @@ export interface Slot {
  * replicas through Redis. Each replica holds a part of every busy workspace's limits and admits
  * calls against it without a round trip (WorkspaceLease); Redis decides, exactly, the calls a
  * holding cannot cover.
+ *
+ * Custom on purpose: rate-limit libraries count requests per key in a window; these limits also
+ * hold concurrency slots and committed cents until a call ends, leased so that a replica that dies
+ * frees what it held, and held locally so that admitting a call costs no round trip.
  */
 @Injectable()
 export class LimitsService implements OnModuleInit, OnApplicationShutdown {
