@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { StorageWriteProbe } from './write-probe.js';
 
 /** A store whose write probe takes `ms` and fails while `failing` is set; counts its probes. */
@@ -14,18 +15,31 @@ function fakeStore(ms = 0) {
   return store;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const outcome = (p: Promise<void>) => p.then(() => 'ok', (err: Error) => `error: ${err.message}`);
 
+// The clock is jest's: intervals are counted exactly, however busy the machine is.
+const sleep = (ms: number) => jest.advanceTimersByTimeAsync(ms);
+/** A check's outcome once the fake store's own delay has passed. */
+async function checked(probe: StorageWriteProbe, storeMs = 0): Promise<string> {
+  const result = outcome(probe.check());
+  await sleep(storeMs);
+  return result;
+}
+
 describe('StorageWriteProbe', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
   it('writes at most once per interval, however many checks come, and shares a probe in flight', async () => {
     const store = fakeStore(20);
     const probe = new StorageWriteProbe(store, 100);
-    expect(await Promise.all(Array.from({ length: 50 }, () => outcome(probe.check())))).toEqual(Array(50).fill('ok'));
-    expect(await outcome(probe.check())).toBe('ok');
+    const all = Promise.all(Array.from({ length: 50 }, () => outcome(probe.check())));
+    await sleep(20);
+    expect(await all).toEqual(Array(50).fill('ok'));
+    expect(await checked(probe)).toBe('ok');
     expect(store.probes).toBe(1);
     await sleep(120);
-    expect(await outcome(probe.check())).toBe('ok');
+    expect(await checked(probe, 20)).toBe('ok');
     expect(store.probes).toBe(2);
   });
 
@@ -33,17 +47,17 @@ describe('StorageWriteProbe', () => {
     const store = fakeStore();
     const probe = new StorageWriteProbe(store, 50);
     store.failing = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-    expect(await outcome(probe.check())).toBe('error: ENOSPC: no space left on device, write');
+    expect(await checked(probe)).toBe('error: ENOSPC: no space left on device, write');
     store.failing = null;
     // Within the interval the last result stands.
-    expect(await outcome(probe.check())).toMatch(/^error: ENOSPC/);
+    expect(await checked(probe)).toMatch(/^error: ENOSPC/);
     await sleep(70);
-    expect(await outcome(probe.check())).toBe('ok');
+    expect(await checked(probe)).toBe('ok');
   });
 
   it('puts the HTTP status of an S3 failure in the reason', async () => {
     const store = fakeStore();
     store.failing = Object.assign(new Error('UnknownError'), { $metadata: { httpStatusCode: 503 } });
-    expect(await outcome(new StorageWriteProbe(store, 0).check())).toBe('error: UnknownError (HTTP 503)');
+    expect(await checked(new StorageWriteProbe(store, 0))).toBe('error: UnknownError (HTTP 503)');
   });
 });
