@@ -47,6 +47,7 @@ export class OutputStore {
 
   async save(job: { id: string; accountId: string; expiresAt: Date; attempts: number }, nodeId: string, output: ReportedOutput): Promise<StoredOutput> {
     const name = outputName(nodeId, output);
+    const began = performance.now();
     // Only a job run again can already have this output (stored by the earlier attempt).
     const existing =
       job.attempts > 1
@@ -120,6 +121,9 @@ export class OutputStore {
     // the write and the record above; the engine still has them, so they are written again.
     if (!(await blobSurvived(this.db, this.store, stored.hash))) await putBytes();
     const asset = { id: assetId };
+    // Called as the engine reports the output (its `executed`): this is the output path's own time,
+    // fetch, hash, store and records (bench/output-latency.mjs reads it).
+    this.log('info', 'output stored', { asset_id: assetId, size_bytes: stored.sizeBytes, since_executed_ms: Math.round(performance.now() - began) });
     // Announced without waiting: the job's later events leave on the same connection, after this
     // one. The output is recorded either way; a lost announcement only costs the event.
     void this.events.append(job.id, job.accountId, 'output', {
