@@ -18,8 +18,10 @@ const WARMUP = 30;
 
 const { env } = benchEnv({ JOB_QUEUE_TIMEOUT_SECONDS: '3600' });
 migrate(env);
-const engine = await start('apps/sim-engine/src/main.js', { ...env, SIM_ENGINE_PORT: '0', SIM_STEP_MS: '1', SIM_LOG_STDERR: '0' });
-const worker = await start('apps/worker/src/main.js', { ...env, ENGINE_URL: engine.url, WORKER_PORT: '0' }, 'ready');
+const dir = `/tmp/${env.REDIS_PREFIX}/engine`;
+const engine = await start('apps/sim-engine/src/main.js', { ...env, SIM_ENGINE_PORT: '0', SIM_STEP_MS: '1', SIM_LOG_STDERR: '0', SIM_OUTPUT_DIR: `${dir}/output`, SIM_INPUT_DIR: `${dir}/input`, SIM_TEMP_DIR: `${dir}/temp` });
+// As in the pod of k8s/worker.yaml: the worker reads outputs from the engine's folder (BENCH_VIA_VIEW=1: through GET /view).
+const worker = await start('apps/worker/src/main.js', { ...env, ENGINE_URL: engine.url, WORKER_PORT: '0', ENGINE_OUTPUT_DIR: process.env.BENCH_VIA_VIEW === '1' ? '' : `${dir}/output` }, 'ready');
 const api = await start('apps/api/src/main.js', env);
 const { api_key: key } = admin(env, 'account', 'create', '--name', 'bench', '--tier', 'enterprise', '--credits', '100000000');
 const storedMs = new Map();

@@ -21,7 +21,7 @@ import { execFileSync, fork, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, URLSearchParams } from 'node:url';
 import WebSocket from 'ws';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -72,16 +72,21 @@ async function main() {
   let color = Math.floor(Math.random() * 0xffff00);
   const nextColor = () => (color = (color + 1) % 0xffffff);
 
-  /** A stack: `workers` engines each driven by its worker, one API, in a private database. */
-  async function startStack(workers, extraEnv = {}) {
+  /**
+   * A stack: `workers` engines each driven by its worker, one API, in a private database. Each
+   * worker reads its engine's outputs from the engine's folder (ENGINE_OUTPUT_DIR), as in the pod
+   * of k8s/worker.yaml, unless `viaView`: then through the engine's GET /view.
+   */
+  async function startStack(workers, extraEnv = {}, viaView = false) {
     const { env } = benchEnv({ JOB_QUEUE_TIMEOUT_SECONDS: '3600', ...extraEnv });
     migrate(env);
     const engines = [];
     const workerProcs = [];
     for (let i = 0; i < workers; i++) {
-      const engine = await start('apps/sim-engine/src/main.js', { ...env, SIM_ENGINE_PORT: '0', SIM_STEP_MS: '1', SIM_LOG_STDERR: '0', SIM_OUTPUT_DIR: `/tmp/${env.REDIS_PREFIX}/engine${i}/output`, SIM_INPUT_DIR: `/tmp/${env.REDIS_PREFIX}/engine${i}/input`, SIM_TEMP_DIR: `/tmp/${env.REDIS_PREFIX}/engine${i}/temp` });
+      const dir = `/tmp/${env.REDIS_PREFIX}/engine${i}`;
+      const engine = await start('apps/sim-engine/src/main.js', { ...env, SIM_ENGINE_PORT: '0', SIM_STEP_MS: '1', SIM_LOG_STDERR: '0', SIM_OUTPUT_DIR: `${dir}/output`, SIM_INPUT_DIR: `${dir}/input`, SIM_TEMP_DIR: `${dir}/temp` });
       engines.push(engine);
-      workerProcs.push(await start('apps/worker/src/main.js', { ...env, ENGINE_URL: engine.url, WORKER_PORT: '0', WORKER_ID: `bench-w${i}` }, 'ready'));
+      workerProcs.push(await start('apps/worker/src/main.js', { ...env, ENGINE_URL: engine.url, WORKER_PORT: '0', WORKER_ID: `bench-w${i}`, ENGINE_OUTPUT_DIR: viaView ? '' : `${dir}/output` }, 'ready'));
     }
     const api = await start('apps/api/src/main.js', env);
     return {
@@ -232,11 +237,13 @@ async function main() {
   }
 
   if (!SKIP.has('large')) {
-    for (const [label, extra] of [
-      ['local blob store', {}],
-      ['s3rver', { STORAGE_DRIVER: 's3', S3_ENDPOINT: S3, S3_BUCKET: `bench-${process.pid}`, S3_ACCESS_KEY_ID: 'S3RVER', S3_SECRET_ACCESS_KEY: 'S3RVER', S3_FORCE_PATH_STYLE: 'true' }],
+    const s3 = { STORAGE_DRIVER: 's3', S3_ENDPOINT: S3, S3_BUCKET: `bench-${process.pid}`, S3_ACCESS_KEY_ID: 'S3RVER', S3_SECRET_ACCESS_KEY: 'S3RVER', S3_FORCE_PATH_STYLE: 'true' };
+    for (const [label, extra, viaView] of [
+      ['local blob store', {}, false],
+      ['local blob store, through the engine\'s /view', {}, true],
+      ['s3rver', s3, false],
     ]) {
-      const stack = await startStack(1, extra);
+      const stack = await startStack(1, extra, viaView);
       try {
         const key = stack.account('large');
         const worker = stack.workers[0];
@@ -268,8 +275,9 @@ async function main() {
         }
         const rate = p(rates, 0.5);
         const mem = Math.max(...growth);
-        const target = label === 's3rver' ? 'stated (≥ 500 MB/s is for the local store)' : '≥ 500 MB/s, memory growth < 64 MiB';
-        row(`200 MB output, executed → committed, ${label} (median of ${LARGE_RUNS})`, `${Math.round(rate)} MB/s, worker memory growth ≤ ${f1(mem)} MiB`, target, label === 's3rver' ? (mem < 64 ? null : false) : rate >= 500 && mem < 64);
+        const measuredOnly = label !== 'local blob store';
+        const target = measuredOnly ? 'stated (≥ 500 MB/s is for the local store)' : '≥ 500 MB/s, memory growth < 64 MiB';
+        row(`200 MB output, executed → committed, ${label} (median of ${LARGE_RUNS})`, `${Math.round(rate)} MB/s, worker memory growth ≤ ${f1(mem)} MiB`, target, measuredOnly ? null : rate >= 500 && mem < 64);
       } finally {
         await stack.close();
       }

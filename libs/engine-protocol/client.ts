@@ -8,6 +8,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
 import { EngineHttpError, EngineUnavailableError, EngineValidationError, isPromptErrorBody } from './errors.js';
+import { openOutputFile } from './output-file.js';
 import type {
   FeaturesResponse,
   HistoryEntry,
@@ -37,6 +38,11 @@ export interface EngineClientOptions {
   stallTimeoutMs?: number;
   /** Extra headers for every request (e.g. auth on a proxy). */
   headers?: Record<string, string>;
+  /**
+   * The engine's output folder as this process sees it (a shared volume), or empty: outputs are
+   * then read from it rather than through GET /view. It must be this engine's own folder.
+   */
+  outputDir?: string;
 }
 
 export interface UploadImageOptions {
@@ -100,6 +106,7 @@ export class EngineClient {
   private readonly timeoutMs: number;
   private readonly stallTimeoutMs: number;
   private readonly headers: Record<string, string>;
+  private readonly outputDir: string;
 
   constructor(options: EngineClientOptions | string) {
     const opts = typeof options === 'string' ? { baseUrl: options } : options;
@@ -108,6 +115,7 @@ export class EngineClient {
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     this.stallTimeoutMs = opts.stallTimeoutMs ?? 60_000;
     this.headers = opts.headers ?? {};
+    this.outputDir = opts.outputDir ?? '';
   }
 
   url(path: string): string {
@@ -302,6 +310,9 @@ export class EngineClient {
   }
 
   async viewWithInfo(req: ViewRequest, signal?: AbortSignal): Promise<ViewResponse> {
+    const local = this.outputDir ? await openOutputFile(this.outputDir, req) : null;
+    // The engine's content type is only a fallback for names that do not tell theirs (contentTypeFor).
+    if (local) return { stream: local.stream, contentType: null, contentLength: local.size };
     const q = new URLSearchParams({ filename: req.filename, subfolder: req.subfolder ?? '', type: req.type ?? 'output' });
     const path = `/view?${q.toString()}`;
     const res = await this.request('GET', path, { signal, timeout: false });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { blobRow, blobSurvived, bytesNewToAccount, discardUnrecordedBytes, underBlobLock } from '#libs/assets';
+import { blobRow, bytesNewToAccount, discardUnrecordedBytes, underBlobLock } from '#libs/assets';
 import { Prisma, type Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import { leaseToken, type JobEventLog, type RunLease } from '#libs/jobs';
@@ -118,8 +118,12 @@ export class OutputStore {
       throw new LeaseLostError(`Output ${name} not recorded: the job is no longer this run's.`);
     }
     // The same bytes, stored by another job or upload, may have been deleted by retention between
-    // the write and the record above; the engine still has them, so they are written again.
-    if (!(await blobSurvived(this.db, this.store, stored.hash))) await putBytes();
+    // the write and the record above; the engine still has them, so they are written again. The
+    // record took the blob lock, and bytes are deleted only under it (with the blob row, or when no
+    // row names them): any deletion begun before the record had ended when it took the lock, and
+    // none begins after it, so a look at the store is enough. (blobSurvived waits on the lock
+    // once more, a round trip this path does without.)
+    if (!(await this.store.has(stored.hash))) await putBytes();
     const asset = { id: assetId };
     // Called as the engine reports the output (its `executed`): this is the output path's own time,
     // fetch, hash, store and records (bench/output-latency.mjs reads it).

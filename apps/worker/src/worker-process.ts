@@ -108,7 +108,7 @@ export class WorkerProcess {
     this.subscriber.on('error', () => undefined);
     const store = createBlobStore(config);
     this.storage = new StorageWriteProbe(store, config.readiness.storageProbeIntervalMs);
-    this.engine = new EngineClient({ baseUrl: config.worker.engineUrl, stallTimeoutMs: config.worker.engineStallTimeoutMs });
+    this.engine = new EngineClient({ baseUrl: config.worker.engineUrl, stallTimeoutMs: config.worker.engineStallTimeoutMs, outputDir: config.worker.engineOutputDir });
     this.socket = new EngineSocket({ url: config.worker.engineUrl, clientId: `worker-${this.id}`, featureFlags: { supports_preview_metadata: true } });
     this.socket.on('error', () => undefined);
     this.queue = createRunQueue({ url: config.redisUrl, maxRetriesPerRequest: null } as never, keys);
