@@ -7,12 +7,6 @@ import { S3BlobStoreProbe } from '../support/blobs.js';
 import type { RunningProcess } from '../support/processes.js';
 import { TestStack } from '../support/stack.js';
 
-async function bytesOf(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const c of stream) parts.push(Buffer.from(c as Buffer));
-  return Buffer.concat(parts);
-}
-
 // A worker that sees its engine's output folder (ENGINE_OUTPUT_DIR) reads outputs from the disk
 // rather than through GET /view: what it stores must be the very bytes /view serves.
 describe('outputs read from the engine output folder', () => {
@@ -52,7 +46,7 @@ describe('outputs read from the engine output folder', () => {
     const image = outputs[0]!;
     expect(image.asset.contentType).toBe('image/png');
     const sent = (await stack.db.$queryRaw<{ w: string }[]>`SELECT workflow::text AS w FROM jobs WHERE id = ${jobId}::uuid`)[0]!.w;
-    const served = await asTenantPng(await bytesOf(await view.view({ filename: image.name, subfolder: '', type: 'output' })), JSON.parse(sent));
+    const served = await asTenantPng(Buffer.concat(await (await view.view({ filename: image.name, subfolder: '', type: 'output' })).toArray()), JSON.parse(sent));
     const storedImage = await S3BlobStoreProbe.read(stack, image.asset.blobHash);
     expect(storedImage.equals(served)).toBe(true);
     expect(image.asset.blobHash).toBe(blake3Hex(served));
