@@ -237,50 +237,55 @@ async function main() {
   }
 
   if (!SKIP.has('large')) {
+    // The three stores side by side, their runs interleaved (one each in turn), so a busy minute of
+    // the machine falls on all of them alike.
     const s3 = { STORAGE_DRIVER: 's3', S3_ENDPOINT: S3, S3_BUCKET: `bench-${process.pid}`, S3_ACCESS_KEY_ID: 'S3RVER', S3_SECRET_ACCESS_KEY: 'S3RVER', S3_FORCE_PATH_STYLE: 'true' };
-    for (const [label, extra, viaView] of [
-      ['local blob store', {}, false],
-      ['local blob store, through the engine\'s /view', {}, true],
-      ['s3rver', s3, false],
-    ]) {
-      const stack = await startStack(1, extra, viaView);
-      try {
-        const key = stack.account('large');
+    const variants = [];
+    try {
+      for (const [label, extra, viaView] of [
+        ['local blob store', {}, false],
+        ["local blob store, through the engine's /view", {}, true],
+        ['s3rver', s3, false],
+      ]) {
+        const stack = await startStack(1, extra, viaView);
         const worker = stack.workers[0];
         // The worker's own account of each output: from the engine's `executed` to the records committed.
         const stored = [];
         createInterface({ input: worker.child.stdout }).on('line', (line) => {
           if (line.includes('"output stored"')) stored.push(JSON.parse(line));
         });
-        const rates = [];
-        const growth = [];
-        for (let i = 0; i < LARGE_RUNS; i++) {
+        variants.push({ label, stack, worker, stored, key: stack.account('large'), rates: [], growth: [] });
+      }
+      for (let i = 0; i < LARGE_RUNS; i++) {
+        for (const v of variants) {
           await new Promise((r) => setTimeout(r, 300));
-          const baseline = rssBytes(worker.pid);
+          const baseline = rssBytes(v.worker.pid);
           let peak = baseline;
-          const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(worker.pid))), 20);
-          const before = stored.length;
-          const res = await request(`${stack.api.url}/api/v2/jobs`, {
+          const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(v.worker.pid))), 20);
+          const before = v.stored.length;
+          const res = await request(`${v.stack.api.url}/api/v2/jobs`, {
             method: 'POST',
-            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', prefer: 'wait=120' },
+            headers: { authorization: `Bearer ${v.key}`, 'content-type': 'application/json', prefer: 'wait=300' },
             body: JSON.stringify({ workflow: { '1': { class_type: 'SimLargeFile', inputs: { size_bytes: LARGE_BYTES, filename_prefix: 'big', seed: 1000 + i } } } }),
           });
           clearInterval(sampler);
           const job = JSON.parse(res.text);
           if (job.status !== 'succeeded' || job.outputs[0]?.size_bytes !== LARGE_BYTES) throw new Error(`large job ended ${job.status}: ${res.text.slice(0, 300)}`);
-          for (let w = 0; stored.length === before && w < 50; w++) await new Promise((r) => setTimeout(r, 20));
-          const line = stored[stored.length - 1];
-          rates.push(LARGE_BYTES / 1e6 / (line.since_executed_ms / 1000));
-          growth.push((peak - baseline) / 1024 / 1024);
+          for (let w = 0; v.stored.length === before && w < 50; w++) await new Promise((r) => setTimeout(r, 20));
+          const line = v.stored[v.stored.length - 1];
+          v.rates.push(LARGE_BYTES / 1e6 / (line.since_executed_ms / 1000));
+          v.growth.push((peak - baseline) / 1024 / 1024);
         }
-        const rate = p(rates, 0.5);
-        const mem = Math.max(...growth);
-        const measuredOnly = label !== 'local blob store';
-        const target = measuredOnly ? 'stated (≥ 500 MB/s is for the local store)' : '≥ 500 MB/s, memory growth < 64 MiB';
-        row(`200 MB output, executed → committed, ${label} (median of ${LARGE_RUNS})`, `${Math.round(rate)} MB/s, worker memory growth ≤ ${f1(mem)} MiB`, target, measuredOnly ? null : rate >= 500 && mem < 64);
-      } finally {
-        await stack.close();
       }
+      for (const v of variants) {
+        const rate = p(v.rates, 0.5);
+        const mem = Math.max(...v.growth);
+        const measuredOnly = v.label !== 'local blob store';
+        const target = measuredOnly ? 'stated (≥ 500 MB/s is for the local store)' : '≥ 500 MB/s, memory growth < 64 MiB';
+        row(`200 MB output, executed → committed, ${v.label} (median of ${LARGE_RUNS}; ${v.rates.map(Math.round).join(', ')})`, `${Math.round(rate)} MB/s, worker memory growth ≤ ${f1(mem)} MiB`, target, measuredOnly ? null : rate >= 500 && mem < 64);
+      }
+    } finally {
+      for (const v of variants) await v.stack.close();
     }
   }
 
