@@ -28,7 +28,7 @@ const storedMs = new Map();
 createInterface({ input: worker.child.stdout }).on('line', (line) => {
   if (!line.includes('"output stored"')) return;
   const m = JSON.parse(line);
-  storedMs.set(m.job_id, m.since_executed_ms);
+  storedMs.set(m.job_id, m.store_ms);
 });
 const db = new pg.Client({ connectionString: env.DATABASE_URL });
 await db.connect();

@@ -273,7 +273,7 @@ async function main() {
           if (job.status !== 'succeeded' || job.outputs[0]?.size_bytes !== LARGE_BYTES) throw new Error(`large job ended ${job.status}: ${res.text.slice(0, 300)}`);
           for (let w = 0; v.stored.length === before && w < 50; w++) await new Promise((r) => setTimeout(r, 20));
           const line = v.stored[v.stored.length - 1];
-          v.rates.push(LARGE_BYTES / 1e6 / (line.since_executed_ms / 1000));
+          v.rates.push(LARGE_BYTES / 1e6 / (line.store_ms / 1000));
           v.growth.push((peak - baseline) / 1024 / 1024);
         }
       }
