@@ -3,6 +3,7 @@ import pg from 'pg';
 import { pino, type Logger } from 'pino';
 import type { Config } from '#libs/config';
 import { createPrismaClient, type Db } from '#libs/db';
+import { JobStore } from '#libs/jobs';
 import { ProcessMetrics, setOldestPendingWebhook } from '#libs/metrics';
 import { startHealthServer } from '#libs/runtime';
 import { createBlobStore } from '#libs/storage';
@@ -36,7 +37,7 @@ export class WebhooksProcess {
     const w = config.webhooks;
     this.db = createPrismaClient(config.databaseUrl, w.concurrency + 2, { preparedStatements: config.databasePreparedStatements });
     this.store = new DeliveryStore(this.db, w.disableAfterSeconds);
-    const payloads = new Payloads(this.db, createBlobStore(config), config);
+    const payloads = new Payloads(new JobStore(this.db), createBlobStore(config), config);
     this.deliverer = new Deliverer(
       this.store,
       payloads,

@@ -5,14 +5,10 @@ import type { Db, Job } from '#libs/db';
 import type { Readable } from 'node:stream';
 import { EngineValidationError, pythonJsonDumps, type EngineClient, type EngineMessage, type EngineSocket } from '#libs/engine-protocol';
 import {
-  extendRunDeadline,
-  finishJob,
   leaseToken,
-  claimJob,
   expiryError,
   isOwnDeadline,
-  saveProgress,
-  transition,
+  type JobStore,
   type RunLease,
   type ExtraDataVault,
   type JobEventLog,
@@ -36,7 +32,9 @@ import { Throttle } from './throttle.js';
 import type { Log } from './worker-process.js';
 
 export interface RunnerDeps {
+  /** Files and blobs only (input staging, outputs): the job's own row is the store's. */
   db: Db;
+  jobs: JobStore;
   redis: Redis;
   store: BlobStore;
   engine: EngineClient;
@@ -141,12 +139,12 @@ export class JobRunner {
   }
 
   private async claimAndRun(jobId: string, promptId: string): Promise<void> {
-    const { db, config, workerId } = this.d;
+    const { jobs, config, workerId } = this.d;
     // The sealed extra_data is read while the claim commits; a failure to read it counts where it
     // is awaited, in execute(), like any failure of the run.
     const extra = this.d.vault.get(jobId);
     extra.catch(() => undefined);
-    const claimed = await claimJob(db, jobId, { workerId, enginePromptId: promptId, executionTimeoutSeconds: config.jobs.executionTimeoutSeconds });
+    const claimed = await jobs.claim(jobId, { workerId, enginePromptId: promptId, executionTimeoutSeconds: config.jobs.executionTimeoutSeconds });
     if (!claimed) return; // canceled or expired while waiting, or past its queue deadline (the sweeper expires it)
     const job = claimed.job;
     // Every line about this job carries its id.
@@ -178,14 +176,14 @@ export class JobRunner {
   }
 
   private async conclude(run: Run, ending: Ending): Promise<void> {
-    const { db, config } = this.d;
+    const { jobs, config } = this.d;
     const { job, lease, log } = run;
     if ('handBack' in ending) {
-      const latest = await db.job.findUnique({ where: { id: job.id } });
+      const latest = await jobs.get(job.id);
       if (latest && latest.attempts < config.jobs.maxAttempts && latest.status === 'running') {
         // The engine's time in this run is charged when the job ends, with the runs after it.
         const patch = { dispatchedAt: null, workerId: null, billedMs: { increment: Math.round(ending.engineMs ?? 0) } };
-        const back = await transition(db, job.id, ['running'], 'queued', patch, { workerId: lease.workerId, attempts: lease.attempt });
+        const back = await jobs.transition(job.id, ['running'], 'queued', patch, { workerId: lease.workerId, attempts: lease.attempt });
         if (back) {
           log('warn', 'job handed back', { reason: ending.handBack });
           await this.status(run, 'queued');
@@ -196,7 +194,7 @@ export class JobRunner {
       if (latest?.status === 'canceling') ending = { outcome: { status: 'canceled', engineMs: ending.engineMs } };
       else ending = { outcome: { status: 'failed', error: { code: ending.code ?? 'engine_unavailable', message: ending.handBack }, engineMs: ending.engineMs } };
     }
-    const done = await finishJob(db, job.id, { ...ending.outcome, engineMessages: this.runMessages() }, config.jobs.creditsPerSecond, new Date(), lease);
+    const done = await jobs.finish(job.id, { ...ending.outcome, engineMessages: this.runMessages() }, config.jobs.creditsPerSecond, new Date(), lease);
     if (done) {
       jobExecutionObserved(done.status, (done.executionMs ?? 0) / 1000);
       const error = ending.outcome.error;
@@ -243,7 +241,7 @@ export class JobRunner {
   }
 
   private async runStaged(run: Run, promptId: string, inputs: StagedInputs, extraData: Promise<Record<string, unknown> | null>): Promise<Ending> {
-    const { db, engine, socket, store, events, config, keys, redis } = this.d;
+    const { db, jobs, engine, socket, store, events, config, keys, redis } = this.d;
     const { job, lease, token, log: jobLog } = run;
     const staged = inputs.workflow;
     const tenant = new TenantView(inputs.tenantNames, inputs.folder);
@@ -283,7 +281,7 @@ export class JobRunner {
     const ctx = new RunContext(promptId, staged, config.worker.logCaptureBytes, {
       progress: (snapshot, final) => {
         latestProgress = snapshot;
-        const write = () => saveProgress(db, job.id, snapshot, lease);
+        const write = () => jobs.saveProgress(job.id, snapshot, lease);
         const send = () => events.append(job.id, job.accountId, 'progress', snapshot, token).then(() => undefined);
         if (final) {
           persist.cancel();
@@ -444,7 +442,7 @@ export class JobRunner {
     // The engine finished within the deadline (the worker's own timer stops it otherwise): the
     // outputs still on their way must not make the job late.
     if (!canceled && !handBackReason && job.runDeadlineAt && job.runDeadlineAt.getTime() - Date.now() < STORING_ALLOWANCE_SECONDS * 1000) {
-      await extendRunDeadline(db, job.id, STORING_ALLOWANCE_SECONDS, lease).catch((err: Error) => jobLog('warn', 'run deadline not extended for storing outputs', { err: err.message }));
+      await jobs.extendRunDeadline(job.id, STORING_ALLOWANCE_SECONDS, lease).catch((err: Error) => jobLog('warn', 'run deadline not extended for storing outputs', { err: err.message }));
     }
     await chain;
     const captured = ctx.log.result();

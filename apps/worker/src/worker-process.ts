@@ -11,6 +11,7 @@ import {
   Dispatcher,
   ExtraDataVault,
   JobEventLog,
+  JobStore,
   Sweeper,
   WorkerRegistry,
   createRunQueue,
@@ -127,6 +128,7 @@ export class WorkerProcess {
     };
     this.runner = new JobRunner({
       db: this.db,
+      jobs: new JobStore(this.db),
       redis: this.redis,
       store,
       engine: this.engine,

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Config } from '#libs/config';
-import type { Db, Job } from '#libs/db';
-import { finishJob, runJobId, transition } from '#libs/jobs';
-import { CONFIG, DB } from '../core/tokens.js';
+import type { Job } from '#libs/db';
+import { JobStore, runJobId } from '#libs/jobs';
+import { CONFIG } from '../core/tokens.js';
 import { JobPipeline } from './job-pipeline.js';
 
 /**
@@ -14,7 +14,7 @@ import { JobPipeline } from './job-pipeline.js';
 @Injectable()
 export class JobControl {
   constructor(
-    @Inject(DB) private readonly db: Db,
+    private readonly jobs: JobStore,
     @Inject(CONFIG) private readonly config: Config,
     private readonly pipeline: JobPipeline,
   ) {}
@@ -23,7 +23,7 @@ export class JobControl {
     let current: Job | null = job;
     for (let attempt = 0; attempt < 3 && current; attempt++) {
       if (current.status === 'queued') {
-        const done = await finishJob(this.db, current.id, { status: 'canceled' }, this.config.jobs.creditsPerSecond);
+        const done = await this.jobs.finish(current.id, { status: 'canceled' }, this.config.jobs.creditsPerSecond);
         if (done) {
           if (current.dispatchedAt) {
             await this.pipeline.queue.remove(runJobId(current.id, current.dispatchedAt)).catch(() => undefined);
@@ -34,7 +34,7 @@ export class JobControl {
           return;
         }
       } else if (current.status === 'running') {
-        const moved = await transition(this.db, current.id, ['running'], 'canceling', { cancelRequestedAt: new Date() });
+        const moved = await this.jobs.transition(current.id, ['running'], 'canceling', { cancelRequestedAt: new Date() });
         if (moved) {
           await this.signal(current.id);
           await this.pipeline.events.append(current.id, current.accountId, 'status', { status: 'canceling', queue_position: null });
@@ -48,7 +48,7 @@ export class JobControl {
       } else {
         return; // terminal: nothing changes
       }
-      current = await this.db.job.findUnique({ where: { id: job.id } });
+      current = await this.jobs.get(job.id);
     }
   }
 

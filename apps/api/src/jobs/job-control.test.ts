@@ -1,4 +1,5 @@
 import type { Job } from '#libs/db';
+import { fakeJobStore } from '../../../../test/support/fake-job-store.js';
 import { JobControl } from './job-control.service.js';
 
 // A cancel moves the row to `canceling` first and then tells the worker through Redis. If Redis
@@ -8,19 +9,9 @@ import { JobControl } from './job-control.service.js';
 const JOB_ID = '00000000-0000-4000-8000-000000000002';
 
 function world() {
-  let row = { id: JOB_ID, accountId: 'account', status: 'running' } as Job;
   const told: string[] = [];
   let redisDown = true;
-  const db = {
-    job: {
-      update: async ({ where, data }: { where: { status: { in: string[] } }; data: { status: Job['status'] } }) => {
-        if (!where.status.in.includes(row.status)) throw Object.assign(new Error('no row'), { code: 'P2025' });
-        row = { ...row, status: data.status };
-        return row;
-      },
-      findUnique: async () => row,
-    },
-  };
+  const jobs = fakeJobStore([{ id: JOB_ID, accountId: 'account', status: 'running' } as Job]);
   const pipeline = {
     keys: { cancelFlag: (id: string) => `cancel:${id}`, cancelChannel: 'cancels' },
     redis: {
@@ -32,8 +23,8 @@ function world() {
     },
     events: { append: async () => '1-0' },
   };
-  const control = new JobControl(db as never, { jobs: { creditsPerSecond: 1 } } as never, pipeline as never);
-  return { control, told, row: () => row, redisBack: () => (redisDown = false) };
+  const control = new JobControl(jobs, { jobs: { creditsPerSecond: 1 } } as never, pipeline as never);
+  return { control, told, row: () => jobs.rows.get(JOB_ID)!, redisBack: () => (redisDown = false) };
 }
 
 describe('JobControl.cancel', () => {

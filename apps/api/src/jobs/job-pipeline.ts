@@ -12,8 +12,7 @@ import {
   WorkerRegistry,
   createRunQueue,
   jobKeys,
-  queuePositionsOf,
-  queuePositions,
+  JobStore,
   type EngineModels,
   type JobKeys,
   type RunPayload,
@@ -56,21 +55,22 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy, OnApplication
     @Inject(DB) private readonly db: Db,
     @Inject(REDIS) readonly redis: Redis,
     @Inject(BLOB_STORE) store: BlobStore,
+    private readonly jobs: JobStore,
   ) {
     this.keys = jobKeys(config.redisPrefix);
     this.queue = createRunQueue({ url: config.redisUrl, enableOfflineQueue: false, maxRetriesPerRequest: 2 } as never, this.keys);
     this.events = new JobEventLog(redis, this.keys, config.jobs.retentionSeconds * 1000);
     this.vault = new ExtraDataVault(redis, this.keys, config.signingSecret);
     this.registry = new WorkerRegistry(redis, this.keys);
-    this.dispatcher = new Dispatcher(db, redis, this.queue, this.registry, this.keys);
+    this.dispatcher = new Dispatcher(jobs, redis, this.queue, this.registry, this.keys);
     this.definitions = new EngineReportCache<NodeDefinitions>(redis, this.keys.nodeDefinitions);
     this.models = new EngineReportCache<EngineModels>(redis, this.keys.engineModels);
     this.statusReads = new BatchedReads<Pick<Job, 'status' | 'createdAt'>>(
-      async (ids) => new Map((await db.job.findMany({ where: { id: { in: ids } }, select: { id: true, status: true, createdAt: true } })).map((job) => [job.id, job])),
+      (ids) => jobs.statuses(ids),
       { gatherMs: 10, maxIds: 1_000 },
     );
     // No cap on the ids: those of one response must be counted by the same query.
-    this.freshPositionReads = new BatchedReads((ids) => queuePositionsOf(db, ids));
+    this.freshPositionReads = new BatchedReads((ids) => jobs.queuePositionsOf(ids));
     this.sweeper = new Sweeper(db, redis, this.queue, this.registry, this.dispatcher, this.events, store, this.keys, {
       creditsPerSecond: config.jobs.creditsPerSecond,
       maxAttempts: config.jobs.maxAttempts,
@@ -134,7 +134,7 @@ export class JobPipeline implements OnModuleInit, OnModuleDestroy, OnApplication
     const now = Date.now();
     if (jobs.some((job) => now - job.createdAt.getTime() < POSITIONS_TTL_MS)) return this.freshPositions(ids);
     if (!this.positions || now - this.positions.at > Math.max(POSITIONS_TTL_MS, 4 * this.rankingMs)) {
-      const map = queuePositions(this.db);
+      const map = this.jobs.queuePositions();
       this.positions = { at: now, map };
       void map.then(() => (this.rankingMs = Date.now() - now)).catch(() => undefined);
     }

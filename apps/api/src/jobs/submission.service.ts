@@ -6,12 +6,12 @@ import { notExpired } from '#libs/assets';
 import type { Config } from '#libs/config';
 import { ApiError, copyJson, isRawJson } from '#libs/contracts';
 import type { Account, Db, Deployment, Job } from '#libs/db';
+import { InsertBatcher, JobStore, type NewJobRow } from '#libs/jobs';
 import { assetRefIds, isAssetRef, validateWorkflow, workflowFormat, type ApiWorkflow, type NodeDefinitions, type ValidationOutcome } from '#libs/workflow';
 import { CONFIG, DB } from '../core/tokens.js';
 import { isUuid } from '../http/uuid.pipe.js';
 import { withoutFileChoices } from '../inputs/file-inputs.js';
 import { InputFiles } from '../inputs/input-files.service.js';
-import { InsertBatcher, type NewJobRow } from './insert-batcher.js';
 import { JobPipeline } from './job-pipeline.js';
 import { checkPinnedStructure } from './deployment-rules.js';
 import { jobDeadlines } from './job-deadlines.js';
@@ -89,8 +89,9 @@ export class SubmissionService {
     @Inject(CONFIG) private readonly config: Config,
     private readonly pipeline: JobPipeline,
     private readonly inputs: InputFiles,
+    private readonly jobs: JobStore,
   ) {
-    this.batcher = new InsertBatcher(db);
+    this.batcher = new InsertBatcher(jobs);
   }
 
   private readonly batcher: InsertBatcher;
@@ -146,7 +147,7 @@ export class SubmissionService {
     const jobId = req.jobId ?? randomUUID();
     // A client-chosen id (v1 `prompt_id`) may name another job, another account's too: refuse it
     // before anything is stored under it, or that job's sealed extra_data would be replaced or deleted.
-    if (req.jobId && (await this.db.job.findUnique({ where: { id: jobId }, select: { id: true } }))) throw idTaken();
+    if (req.jobId && (await this.jobs.exists(jobId))) throw idTaken();
     const now = Date.now();
     const cfg = this.config.jobs;
     // Secrets first: a job a worker can pick up must already find its extra_data.
@@ -214,10 +215,10 @@ export class SubmissionService {
    * surface, the key is another request's, and this deployment first answers as it stands.
    */
   private async refuseUsedKey(account: Account, { key, hash, deployment }: { key: string; hash: string; deployment: Deployment | null }): Promise<void> {
-    const record = await this.db.idempotencyRecord.findUnique({ where: { accountId_key: { accountId: account.id, key } }, include: { job: { select: { deploymentId: true } } } });
+    const record = await this.jobs.idempotencyRecord(account.id, key);
     if (!record) return;
     if (record.expiresAt.getTime() <= Date.now()) {
-      await this.db.idempotencyRecord.deleteMany({ where: { accountId: account.id, key, expiresAt: { lte: new Date() } } });
+      await this.jobs.dropExpiredKey(account.id, key);
       return;
     }
     if (record.job.deploymentId !== (deployment?.id ?? null)) {

@@ -1,7 +1,6 @@
-import { Inject, Injectable } from '@nestjs/common';
-import type { Db } from '#libs/db';
+import { Injectable } from '@nestjs/common';
+import { JobStore } from '#libs/jobs';
 import { ProcessMetrics, setJobCounts, setQueueDepth } from '#libs/metrics';
-import { DB } from '../core/tokens.js';
 import { JobPipeline } from '../jobs/job-pipeline.js';
 
 const SCRAPE_QUERY_TIMEOUT_MS = 2_000;
@@ -22,25 +21,19 @@ export class ApiMetrics {
   readonly metrics = new ProcessMetrics('api');
 
   constructor(
-    @Inject(DB) private readonly db: Db,
+    private readonly jobs: JobStore,
     private readonly pipeline: JobPipeline,
   ) {
     this.metrics.addCollector(() => this.collectJobs());
   }
 
   private async collectJobs(): Promise<void> {
-    const [[counts], bullWaiting] = await Promise.all([
-      withTimeout(
-        this.db.$queryRaw<{ by_status: Record<string, number>; undispatched: number }[]>`
-          SELECT (SELECT coalesce(json_object_agg(status, n), '{}')
-                  FROM (SELECT status::text, sum(n)::int AS n FROM job_status_counts GROUP BY status) s) AS by_status,
-                 -- Queued and not yet handed to the run queue.
-                 (SELECT coalesce(sum(waiting), 0)::int FROM job_queue_counts) AS undispatched`,
-      ),
+    const [counts, bullWaiting] = await Promise.all([
+      withTimeout(this.jobs.counts()),
       // Handed to the run queue but not yet taken by a worker.
       withTimeout(this.pipeline.queue.getWaitingCount()).catch(() => 0),
     ]);
-    setJobCounts(counts!.by_status);
-    setQueueDepth(counts!.undispatched + bullWaiting);
+    setJobCounts(counts.by_status);
+    setQueueDepth(counts.undispatched + bullWaiting);
   }
 }

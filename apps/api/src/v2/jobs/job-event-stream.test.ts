@@ -17,7 +17,7 @@ describe('streamJobEvents when a live event cannot be sent', () => {
 
   beforeAll(async () => {
     const deps = {
-      db: { job: { findUniqueOrThrow: async () => ({ id: JOB_ID, status: 'running', createdAt: new Date(), progress: null }) } },
+      jobs: { getOrThrow: async () => ({ id: JOB_ID, status: 'running', createdAt: new Date(), progress: null }) },
       config: { jobs: { sseKeepaliveMs: 60_000 } },
       pipeline: {
         events: { since: async () => [] },

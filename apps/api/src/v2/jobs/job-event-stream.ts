@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { isTerminal } from '#libs/contracts';
-import type { Account, Db } from '#libs/db';
-import { compareStreamIds, eventIdOf, parseEventId, type StoredJobEvent } from '#libs/jobs';
+import type { Account } from '#libs/db';
+import { compareStreamIds, eventIdOf, parseEventId, type JobStore, type StoredJobEvent } from '#libs/jobs';
 import type { Draining } from '../../core/draining.js';
 import type { EventFanout } from '../../jobs/event-fanout.js';
 import type { JobPipeline } from '../../jobs/job-pipeline.js';
@@ -12,7 +12,7 @@ import type { AccountLimits } from '../../limits/index.js';
 import { SseSink } from './sse-sink.js';
 
 export interface StreamDeps {
-  db: Db;
+  jobs: Pick<JobStore, 'getOrThrow'>;
   config: Config;
   pipeline: JobPipeline;
   fanout: EventFanout;
@@ -34,7 +34,7 @@ export interface StreamDeps {
  * made, the snapshot again (status, progress and preview as of then) and the log after it.
  */
 export async function streamJobEvents(deps: StreamDeps, account: Account, scope: JobScope, jobId: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const { db, config, pipeline, fanout, views, limits, draining } = deps;
+  const { jobs, config, pipeline, fanout, views, limits, draining } = deps;
   const raw = reply.raw;
   const { createdAt } = await views.find(scope, jobId);
   const header = request.headers['last-event-id'];
@@ -217,7 +217,7 @@ export async function streamJobEvents(deps: StreamDeps, account: Account, scope:
     } else {
       // A fresh client, or one back from an event the stream made: a snapshot as of the logged
       // event it follows, then the log after that event.
-      const job = await db.job.findUniqueOrThrow({ where: { id: jobId } });
+      const job = await jobs.getOrThrow(jobId);
       const all = await pipeline.events.since(jobId);
       const cut = resume ? all.findIndex((e) => compareStreamIds(e.id, resume.after) > 0) : -1;
       const logged = cut < 0 ? all : all.slice(0, cut);
