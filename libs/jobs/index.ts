@@ -21,3 +21,7 @@ export type { SweeperOptions, SweepReport } from './sweeper.js';
 export { publishEngineReport, EngineReportCache, type EngineModels } from './engine-reports.js';
 export { assetSigner, jobUrls, renderJob, renderOutput } from './job-view.js';
 export type { JobWithOutputs, JobViewParts, SignAsset, SignableAsset } from './job-view.js';
+export { BatchedReads, type BatchedReadsOptions } from './batched-reads.js';
+export { QueuePositions } from './queue-positions.js';
+export { createJobSystem, DEADLINE_GRACE_MS, SWEEP_EVERY_MS } from './job-system.js';
+export type { JobSystem, JobSystemParts, JobSystemRole } from './job-system.js';

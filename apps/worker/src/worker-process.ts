@@ -7,20 +7,7 @@ import type { Config } from '#libs/config';
 import type { NodeDefinitions } from '#libs/workflow';
 import { createPrismaClient, type Db } from '#libs/db';
 import { EngineClient, EngineSocket } from '#libs/engine-protocol';
-import {
-  Dispatcher,
-  ExtraDataVault,
-  JobEventLog,
-  JobStore,
-  Sweeper,
-  WorkerRegistry,
-  createRunQueue,
-  jobKeys,
-  publishEngineReport,
-  type EngineModels,
-  type RunPayload,
-  type WorkerState,
-} from '#libs/jobs';
+import { createJobSystem, publishEngineReport, SWEEP_EVERY_MS, type EngineModels, type JobSystem, type RunPayload, type WorkerState } from '#libs/jobs';
 import { ProcessMetrics, setEngineReady } from '#libs/metrics';
 import { modelEvictionChannel } from '#libs/models';
 import { createBlobStore, StorageWriteProbe } from '#libs/storage';
@@ -77,11 +64,8 @@ export class WorkerProcess {
   private readonly subscriber: Redis;
   private readonly engine: EngineClient;
   private readonly socket: EngineSocket;
-  private readonly registry: WorkerRegistry;
-  private readonly dispatcher: Dispatcher;
-  private readonly sweeper: Sweeper;
+  private readonly system: JobSystem;
   private readonly runner: JobRunner;
-  private readonly queue;
   private readonly storage: StorageWriteProbe;
   private readonly metrics = new ProcessMetrics('worker');
   private readonly models: ModelStaging;
@@ -97,7 +81,6 @@ export class WorkerProcess {
   constructor(private readonly config: Config) {
     this.id = config.worker.workerId || `${os.hostname()}-${process.pid}`;
     this.log = jsonLogger({ role: 'worker', worker_id: this.id }, config.logLevel);
-    const keys = jobKeys(config.redisPrefix);
     this.db = createPrismaClient(config.databaseUrl, 5, { preparedStatements: config.databasePreparedStatements });
     // Auto-pipelining: the many small writes of a run (events, v1 messages) share socket writes.
     // Commands wait for Redis to come back rather than fail: a restart must not fail the job that
@@ -112,15 +95,8 @@ export class WorkerProcess {
     this.engine = new EngineClient({ baseUrl: config.worker.engineUrl, stallTimeoutMs: config.worker.engineStallTimeoutMs });
     this.socket = new EngineSocket({ url: config.worker.engineUrl, clientId: `worker-${this.id}`, featureFlags: { supports_preview_metadata: true } });
     this.socket.on('error', () => undefined);
-    this.queue = createRunQueue({ url: config.redisUrl, maxRetriesPerRequest: null } as never, keys);
-    this.registry = new WorkerRegistry(this.redis, keys);
-    this.dispatcher = new Dispatcher(this.db, this.redis, this.queue, this.registry, keys);
-    const events = new JobEventLog(this.redis, keys, config.jobs.retentionSeconds * 1000);
-    this.sweeper = new Sweeper(this.db, this.redis, this.queue, this.registry, this.dispatcher, events, store, keys, {
-      creditsPerSecond: config.jobs.creditsPerSecond,
-      maxAttempts: config.jobs.maxAttempts,
-      deadlineGraceMs: 30_000,
-    });
+    this.system = createJobSystem({ config, db: this.db, redis: this.redis, store, role: 'worker' });
+    const { keys } = this.system;
     const cacheLog = this.log.child({ component: 'model-cache' });
     this.models = {
       cache: new ModelCache(store, { ...config.worker.modelCache, log: (level, msg, fields) => cacheLog(level, msg, fields) }),
@@ -128,13 +104,13 @@ export class WorkerProcess {
     };
     this.runner = new JobRunner({
       db: this.db,
-      jobs: new JobStore(this.db),
+      jobs: this.system.jobs,
       redis: this.redis,
       store,
       engine: this.engine,
       socket: this.socket,
-      events,
-      vault: new ExtraDataVault(this.redis, keys, config.signingSecret),
+      events: this.system.events,
+      vault: this.system.vault,
       keys,
       config,
       workerId: this.id,
@@ -156,8 +132,8 @@ export class WorkerProcess {
     this.healthPort = port;
     this.log('info', 'listening', { port });
     this.every(1000, () => this.heartbeat());
-    this.every(2000, () => this.sweeper.sweep().then(() => undefined));
-    this.every(1000, () => this.dispatcher.kick());
+    this.every(SWEEP_EVERY_MS.worker, () => this.system.sweeper.sweep().then(() => undefined));
+    this.every(1000, () => this.system.dispatcher.kick());
     await this.report();
     if (this.models.modelsDir) {
       await removeStagingFolders(this.models.modelsDir);
@@ -175,7 +151,7 @@ export class WorkerProcess {
     this.socket.on('open', () => void this.engine.subscribeLogs(this.socket.clientId, true).catch(() => undefined));
     await this.socket.connect();
     await this.engine.subscribeLogs(this.socket.clientId, true).catch(() => undefined);
-    const keys = jobKeys(this.config.redisPrefix);
+    const { keys } = this.system;
     this.worker = new Worker<RunPayload>(keys.queueName, (job) => this.process(job.data), {
       connection: { url: this.config.redisUrl, maxRetriesPerRequest: null } as never,
       prefix: keys.bullPrefix,
@@ -188,7 +164,7 @@ export class WorkerProcess {
     this.worker.on('error', (err) => this.log('warn', 'queue error', { err: err.message }));
     this.state = 'idle';
     await this.report();
-    await this.dispatcher.kick();
+    await this.system.dispatcher.kick();
     // The health port again: whoever waits for "ready" also learns where /metrics and /readyz are.
     this.log('info', 'ready', { engine: this.config.worker.engineUrl, port: this.healthPort });
   }
@@ -199,7 +175,7 @@ export class WorkerProcess {
    */
   private async publishDefinitions(): Promise<void> {
     if (!this.engineReady) return;
-    const keys = jobKeys(this.config.redisPrefix);
+    const { keys } = this.system;
     // Files staged for a running job show in the engine's model lists: no tenant may see them.
     const definitions = withoutStagedNames(await this.engine.objectInfo());
     this.definitions = definitions;
@@ -251,7 +227,7 @@ export class WorkerProcess {
       }
       this.state = this.stopping ? 'stopping' : 'idle';
       void this.report().catch(() => undefined);
-      if (!this.stopping) void this.dispatcher.kick().catch(() => undefined);
+      if (!this.stopping) void this.system.dispatcher.kick().catch(() => undefined);
     }
   }
 
@@ -286,7 +262,7 @@ export class WorkerProcess {
 
   private report(): Promise<void> {
     setEngineReady(this.id, this.engineReady);
-    return this.registry.report({ id: this.id, state: this.state, jobId: this.runner.currentJobId, stage: this.runner.stage, engineReady: this.engineReady });
+    return this.system.registry.report({ id: this.id, state: this.state, jobId: this.runner.currentJobId, stage: this.runner.stage, engineReady: this.engineReady });
   }
 
   private async readiness(): Promise<Record<string, string>> {
@@ -307,9 +283,9 @@ export class WorkerProcess {
     this.runner.shutdown();
     await this.worker?.close();
     for (const t of this.timers) clearInterval(t);
-    await this.registry.remove(this.id).catch(() => undefined);
+    await this.system.registry.remove(this.id).catch(() => undefined);
     await this.socket.close().catch(() => undefined);
-    await this.queue.close().catch(() => undefined);
+    await this.system.queue.close().catch(() => undefined);
     this.subscriber.disconnect();
     this.redis.disconnect();
     await this.db.$disconnect();

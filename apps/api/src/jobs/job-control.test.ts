@@ -12,18 +12,17 @@ function world() {
   const told: string[] = [];
   let redisDown = true;
   const jobs = fakeJobStore([{ id: JOB_ID, accountId: 'account', status: 'running' } as Job]);
-  const pipeline = {
-    keys: { cancelFlag: (id: string) => `cancel:${id}`, cancelChannel: 'cancels' },
-    redis: {
-      set: async () => {
-        if (redisDown) throw new Error('Connection is closed.');
-        return 'OK';
-      },
-      publish: async (_channel: string, id: string) => told.push(id),
+  const keys = { cancelFlag: (id: string) => `cancel:${id}`, cancelChannel: 'cancels' };
+  const redis = {
+    set: async () => {
+      if (redisDown) throw new Error('Connection is closed.');
+      return 'OK';
     },
-    events: { append: async () => '1-0' },
+    publish: async (_channel: string, id: string) => told.push(id),
   };
-  const control = new JobControl(jobs, { jobs: { creditsPerSecond: 1 } } as never, pipeline as never);
+  const events = { append: async () => '1-0' };
+  const unused = {} as never;
+  const control = new JobControl(jobs, { jobs: { creditsPerSecond: 1 } } as never, unused, unused, events as never, unused, redis as never, keys as never);
   return { control, told, row: () => jobs.rows.get(JOB_ID)!, redisBack: () => (redisDown = false) };
 }
 

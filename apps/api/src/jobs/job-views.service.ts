@@ -7,8 +7,7 @@ import type { BlobStore } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { linkBase } from '../surface/request-scope.js';
-import { JobPipeline } from './job-pipeline.js';
-import { assetSigner, jobUrls, JobStore, renderJob, type JobPageQuery, type JobScope, type JobWithOutputs, type SignAsset } from '#libs/jobs';
+import { assetSigner, jobUrls, JobStore, QueuePositions, renderJob, type JobPageQuery, type JobScope, type JobWithOutputs, type SignAsset } from '#libs/jobs';
 
 export type { JobPageQuery, JobScope, JobWithOutputs };
 export { scopeOf, scopeWhere } from '#libs/jobs';
@@ -22,7 +21,7 @@ export class JobViews {
     private readonly jobs: JobStore,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(BLOB_STORE) private readonly store: BlobStore,
-    private readonly pipeline: JobPipeline,
+    private readonly positions: QueuePositions,
     // Assets only (an output event's asset): jobs are read through the store.
     @Inject(DB) private readonly db: Db,
   ) {}
@@ -109,7 +108,7 @@ export class JobViews {
   private async newJobPositions(job: { id: string; createdAt: Date }): Promise<Map<string, number>> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.pipeline.queuePositions([job]);
+        return await this.positions.of([job]);
       } catch (err) {
         if (attempt >= 3) {
           this.logger.warn(`queue position of the new job ${job.id} not counted: ${(err as Error).message}`);
@@ -122,7 +121,7 @@ export class JobViews {
 
   /** Several jobs; the queue positions of one page are all counted as of the same moment. */
   async renderMany(jobs: JobWithOutputs[], request: FastifyRequest): Promise<JobView[]> {
-    const positions = await this.pipeline.queuePositions(jobs.filter((job) => job.status === 'queued'));
+    const positions = await this.positions.of(jobs.filter((job) => job.status === 'queued'));
     return Promise.all(jobs.map((job) => this.renderOne(job, positions, request)));
   }
 

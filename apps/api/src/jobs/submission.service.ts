@@ -6,13 +6,13 @@ import { notExpired } from '#libs/assets';
 import type { Config } from '#libs/config';
 import { ApiError, copyJson, isRawJson } from '#libs/contracts';
 import type { Account, Db, Deployment, Job } from '#libs/db';
-import { InsertBatcher, JobStore, type NewJobRow } from '#libs/jobs';
+import { EngineReportCache, ExtraDataVault, InsertBatcher, JobEventLog, JobStore, type NewJobRow } from '#libs/jobs';
 import { assetRefIds, isAssetRef, validateWorkflow, workflowFormat, type ApiWorkflow, type NodeDefinitions, type ValidationOutcome } from '#libs/workflow';
 import { CONFIG, DB } from '../core/tokens.js';
 import { isUuid } from '../http/uuid.pipe.js';
 import { withoutFileChoices } from '../inputs/file-inputs.js';
 import { InputFiles } from '../inputs/input-files.service.js';
-import { JobPipeline } from './job-pipeline.js';
+import { NODE_DEFINITIONS, Scheduling } from './job-system.providers.js';
 import { checkPinnedStructure } from './deployment-rules.js';
 import { jobDeadlines } from './job-deadlines.js';
 
@@ -87,9 +87,12 @@ export class SubmissionService {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(CONFIG) private readonly config: Config,
-    private readonly pipeline: JobPipeline,
     private readonly inputs: InputFiles,
     private readonly jobs: JobStore,
+    private readonly vault: ExtraDataVault,
+    private readonly events: JobEventLog,
+    private readonly scheduling: Scheduling,
+    @Inject(NODE_DEFINITIONS) private readonly nodeDefinitions: EngineReportCache<NodeDefinitions>,
   ) {
     this.batcher = new InsertBatcher(jobs);
   }
@@ -97,7 +100,7 @@ export class SubmissionService {
   private readonly batcher: InsertBatcher;
 
   async definitions(): Promise<NodeDefinitions> {
-    const defs = await this.pipeline.definitions.get();
+    const defs = await this.nodeDefinitions.get();
     if (defs) return defs;
     throw new ApiError('service_unavailable', 'No engine has reported its node definitions yet; retry shortly.', undefined, { 'retry-after': '5' });
   }
@@ -152,7 +155,7 @@ export class SubmissionService {
     const cfg = this.config.jobs;
     // Secrets first: a job a worker can pick up must already find its extra_data.
     if (req.extraData && Object.keys(req.extraData).length > 0) {
-      await this.pipeline.vault.put(jobId, req.extraData, cfg.queueTimeoutSeconds + cfg.executionTimeoutSeconds + 600);
+      await this.vault.put(jobId, req.extraData, cfg.queueTimeoutSeconds + cfg.executionTimeoutSeconds + 600);
     }
     const row: NewJobRow = {
       id: jobId,
@@ -193,17 +196,17 @@ export class SubmissionService {
         }
       }
     } catch (err) {
-      if (ours) await this.pipeline.vault.delete(jobId).catch(() => undefined);
+      if (ours) await this.vault.delete(jobId).catch(() => undefined);
       throw err;
     }
     if (!job) {
-      await this.pipeline.vault.delete(jobId).catch(() => undefined);
+      await this.vault.delete(jobId).catch(() => undefined);
       throw new ApiError('service_unavailable', 'The job could not be recorded; retry.', undefined, { 'retry-after': '1' });
     }
     // Not waited for: the dispatcher's first command leaves on the same connection after it, so the
     // job's 'queued' event is in its log before any worker can pick it up and log 'running'.
-    void this.pipeline.events.append(job.id, account.id, 'status', { status: 'queued', queue_position: null }).catch(() => undefined);
-    this.pipeline.kick();
+    void this.events.append(job.id, account.id, 'status', { status: 'queued', queue_position: null }).catch(() => undefined);
+    this.scheduling.kick();
     return job;
   }
 

@@ -1,7 +1,8 @@
-import { Injectable } from '@nestjs/common';
-import { JobStore } from '#libs/jobs';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import { JobStore, type RunPayload } from '#libs/jobs';
 import { ProcessMetrics, setJobCounts, setQueueDepth } from '#libs/metrics';
-import { JobPipeline } from '../jobs/job-pipeline.js';
+import { RUN_QUEUE } from '../jobs/job-system.providers.js';
 
 const SCRAPE_QUERY_TIMEOUT_MS = 2_000;
 
@@ -22,7 +23,7 @@ export class ApiMetrics {
 
   constructor(
     private readonly jobs: JobStore,
-    private readonly pipeline: JobPipeline,
+    @Inject(RUN_QUEUE) private readonly queue: Queue<RunPayload>,
   ) {
     this.metrics.addCollector(() => this.collectJobs());
   }
@@ -31,7 +32,7 @@ export class ApiMetrics {
     const [counts, bullWaiting] = await Promise.all([
       withTimeout(this.jobs.counts()),
       // Handed to the run queue but not yet taken by a worker.
-      withTimeout(this.pipeline.queue.getWaitingCount()).catch(() => 0),
+      withTimeout(this.queue.getWaitingCount()).catch(() => 0),
     ]);
     setJobCounts(counts.by_status);
     setQueueDepth(counts.undispatched + bullWaiting);

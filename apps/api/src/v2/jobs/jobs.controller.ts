@@ -13,13 +13,12 @@ import { requireJsonObject } from '../../http/json-body.js';
 import { UuidPipe } from '../../http/uuid.pipe.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
 import { JobControl } from '../../jobs/job-control.service.js';
-import { JobPipeline } from '../../jobs/job-pipeline.js';
 import { JobViews, scopeOf, type JobScope } from '../../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../../jobs/submission.service.js';
 import { AccountLimits, RateLimitGuard } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
 import { parseCancelAfter } from './cancel-after.js';
-import { streamJobEvents } from './job-event-stream.js';
+import { JobEventStream } from './job-event-stream.js';
 import { nextCursor, parseJobListQuery } from './job-list.js';
 import { parseIdempotencyKey, parsePreferWait, parseSubmitBody } from './submit-body.js';
 
@@ -33,7 +32,7 @@ export class JobsController {
     private readonly submissions: SubmissionService,
     private readonly views: JobViews,
     private readonly control: JobControl,
-    private readonly pipeline: JobPipeline,
+    private readonly eventStream: JobEventStream,
     private readonly fanout: EventFanout,
     private readonly limits: AccountLimits,
     private readonly deployments: DeploymentsService,
@@ -144,8 +143,7 @@ export class JobsController {
   @Get('api/v2/jobs/:id/events')
   @JobDocs.events()
   async events(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    const { jobs, config, pipeline, fanout, views, limits } = this;
-    await streamJobEvents({ jobs, config, pipeline, fanout, views, limits, draining: this.stopping }, account, await this.scope(account, request), id, request, reply);
+    await this.eventStream.stream(account, await this.scope(account, request), id, request, reply);
   }
 
   @Post('api/v2/jobs/:id/cancel')
