@@ -29,7 +29,7 @@ import { refusalMessage } from './refusal.js';
 import { RunContext, type EngineOutcome } from './run-context.js';
 import type { ReportedOutput } from './output-kinds.js';
 import { Throttle } from './throttle.js';
-import type { Log } from './worker-process.js';
+import type { Log } from '#libs/logging';
 
 export interface RunnerDeps {
   /** Files and blobs only (input staging, outputs): the job's own row is the store's. */

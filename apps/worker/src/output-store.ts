@@ -8,7 +8,7 @@ import { outputBytesObserved } from '#libs/metrics';
 import { outputEventsCte } from '#libs/webhooks';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { contentTypeFor, outputName, outputType, type ReportedOutput } from './output-kinds.js';
-import type { Log } from './worker-process.js';
+import type { Log } from '#libs/logging';
 
 export interface StoredOutput {
   assetId: string;

@@ -2,8 +2,8 @@ import os from 'node:os';
 import type { Server } from 'node:http';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { pino, type Logger } from 'pino';
 import type { Config } from '#libs/config';
+import { createLogger, logFunction, type Log } from '#libs/logging';
 import type { NodeDefinitions } from '#libs/workflow';
 import { createPrismaClient, type Db } from '#libs/db';
 import { EngineClient, EngineSocket } from '#libs/engine-protocol';
@@ -16,30 +16,9 @@ import { removeStagingFolders, withoutStagedFiles, withoutStagedNames, type Mode
 import { JobRunner } from './job-runner.js';
 import { ModelCache } from './model-cache.js';
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
-
-/** The worker's logger: `log(level, msg, fields)`; `child(fields)` adds fields to every line (a job's lines carry job_id). */
-export interface Log {
-  (level: LogLevel, msg: string, fields?: Record<string, unknown>): void;
-  child(fields: Record<string, unknown>): Log;
-}
-
-// Credentials a job carries must never reach a log line, even if a future line passes them by mistake.
-const REDACT = ['extra_data', 'extraData', 'api_key_comfy_org', 'auth_token_comfy_org', '*.api_key_comfy_org', '*.auth_token_comfy_org', 'authorization', '*.authorization'];
-
-function wrap(logger: Logger): Log {
-  const log = ((level: LogLevel, msg: string, fields: Record<string, unknown> = {}) => logger[level](fields, msg)) as Log;
-  log.child = (fields) => wrap(logger.child(fields));
-  return log;
-}
-
-/**
- * JSON lines on stdout (pino), each with `base` (role, worker_id). LOG_LEVEL=debug/trace adds
- * detail; quieter settings still keep info, because the lifecycle lines ("listening", "ready")
- * are what supervisors and tests wait for, as the api prints its "listening" line at any level.
- */
+/** JSON lines on stdout, each with `base` (role, worker_id); see libs/logging for the levels kept. */
 export function jsonLogger(base: Record<string, unknown>, level: string = 'info'): Log {
-  return wrap(pino({ level: level === 'debug' || level === 'trace' ? level : 'info', base, redact: { paths: REDACT, censor: '[redacted]' } }));
+  return logFunction(createLogger({ base, level, keepLifecycle: true }));
 }
 
 async function probe(fn: () => Promise<unknown>): Promise<string> {

@@ -1,9 +1,10 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError, type JobView } from '#libs/contracts';
 import type { Db, Job } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
+import { componentLogger } from '#libs/logging';
 import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { linkBase } from '../surface/request-scope.js';
@@ -15,7 +16,7 @@ export { scopeOf, scopeWhere } from '#libs/jobs';
 /** Renders jobs and outputs as the contract shapes them, with links a client can follow as given. */
 @Injectable()
 export class JobViews {
-  private readonly logger = new Logger('JobViews');
+  private readonly logger = componentLogger('JobViews');
 
   constructor(
     private readonly jobs: JobStore,

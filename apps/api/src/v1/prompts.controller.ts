@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '#libs/contracts';
+import { ApiError, isUuid } from '#libs/contracts';
 import type { Account, Job } from '#libs/db';
 import { JobStore } from '#libs/jobs';
 import { toEngineErrorBody, validateWorkflow, workflowFormat } from '#libs/workflow';
@@ -11,7 +11,6 @@ import { JobViews, scopeOf, type JobScope } from '../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
 import { DeploymentsService } from '../surface/deployments.service.js';
-import { isUuid } from './files/file-names.js';
 import { BadBody, engineErrorBody, parseJsonObject } from './http/engine-body.js';
 import { EngineViews } from './jobs/engine-views.js';
 import { v1Status } from './jobs/v1-status.js';

@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { CHARGE_REASONS, chargeCtes } from '#libs/accounts';
 import { Prisma, type Db } from '#libs/db';
 import { routerCallObserved } from '#libs/metrics';
+import { componentLogger } from '#libs/logging';
 import { DB } from '../../core/tokens.js';
 import type { GenerationResult } from '../adapters/index.js';
 
@@ -81,7 +82,7 @@ interface Queued {
 
 @Injectable()
 export class UsageService implements OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
-  private readonly logger = new Logger('RouterUsage');
+  private readonly logger = componentLogger('RouterUsage');
   private readonly pending = new Set<Promise<unknown>>();
   private queue: Queued[] = [];
   private timer: NodeJS.Timeout | null = null;

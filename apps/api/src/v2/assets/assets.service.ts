@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { JobStore } from '#libs/jobs';
@@ -7,6 +7,7 @@ import type { Config } from '#libs/config';
 import { ApiError, isStorableText, type AssetView } from '#libs/contracts';
 import type { Asset, Db } from '#libs/db';
 import { formatHashRef, linkLifetimeSeconds, parseHashRef, StorageUnavailableError, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
+import { componentLogger } from '#libs/logging';
 import { BLOB_STORE, CONFIG, DB } from '../../core/tokens.js';
 import { requestOrigin } from '../../http/request-origin.js';
 import { isMediaType } from '../../http/send-blob.js';
@@ -67,7 +68,7 @@ function checkFilePath(value: string): string {
 
 @Injectable()
 export class AssetsService {
-  private readonly logger = new Logger('Assets');
+  private readonly logger = componentLogger('Assets');
 
   constructor(
     @Inject(DB) private readonly db: Db,
