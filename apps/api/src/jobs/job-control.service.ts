@@ -3,7 +3,7 @@ import type { Config } from '#libs/config';
 import type { Job } from '#libs/db';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { ExtraDataVault, JobEventLog, JobStore, runJobId, type JobKeys, type RunPayload } from '#libs/jobs';
+import { ExtraDataVault, JobEventLog, JobStore, runJobId, type JobKeys, type JobScope, type RunPayload } from '#libs/jobs';
 import { CONFIG, REDIS } from '../core/tokens.js';
 import { JOB_KEYS, RUN_QUEUE, Scheduling } from './job-system.providers.js';
 
@@ -57,6 +57,14 @@ export class JobControl {
       }
       current = await this.jobs.get(job.id);
     }
+  }
+
+  /**
+   * Takes the scope's ended jobs (those of `ids`, or all when null) out of v1 history. The jobs
+   * stay: v2 still lists them and their outputs stay downloadable.
+   */
+  hideFromHistory(scope: JobScope, ids: string[] | null): Promise<void> {
+    return this.jobs.hideFromHistory(scope, ids);
   }
 
   /** Reaches the worker holding the job wherever it runs: a flag it polls and a message it hears. */

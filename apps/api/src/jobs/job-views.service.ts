@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError, type JobView } from '#libs/contracts';
-import type { Db, Job } from '#libs/db';
+import type { Db, Job, JobStatus } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
 import { componentLogger } from '#libs/logging';
 import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
@@ -55,6 +55,21 @@ export class JobViews {
   /** One page of the caller's jobs with their outputs, in one query; `limit + 1` rows at most. */
   async page(scope: string | JobScope, q: JobPageQuery): Promise<JobWithOutputs[]> {
     return this.jobs.page(scope, q);
+  }
+
+  /** How many of the scope's jobs wait or run (v1's queue_remaining). */
+  countInFlight(scope: JobScope): Promise<number> {
+    return this.jobs.countInFlight(scope);
+  }
+
+  /** The scope's jobs in these statuses (those of `ids` when given), oldest first. */
+  list(scope: JobScope, statuses: JobStatus[], ids: string[] | null = null): Promise<Job[]> {
+    return this.jobs.listInScope(scope, statuses, ids);
+  }
+
+  /** The scope's v1 history page (see JobStore.history). */
+  history(scope: JobScope, take: number, offset: number): Promise<JobWithOutputs[]> {
+    return this.jobs.history(scope, take, offset);
   }
 
   /** Output links signed for the origin this request used (worked out only when a job has outputs). */

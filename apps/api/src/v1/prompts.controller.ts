@@ -2,7 +2,6 @@ import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res, UseGuard
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, isUuid } from '#libs/contracts';
 import type { Account, Job } from '#libs/db';
-import { JobStore } from '#libs/jobs';
 import { toEngineErrorBody, validateWorkflow, workflowFormat } from '#libs/workflow';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { InputFiles } from '../inputs/input-files.service.js';
@@ -88,7 +87,6 @@ function pinnedStructureBody(message: string, problems: PinnedStructureProblems,
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1PromptsController {
   constructor(
-    private readonly store: JobStore,
     private readonly submissions: SubmissionService,
     private readonly control: JobControl,
     private readonly inputs: InputFiles,
@@ -162,7 +160,7 @@ export class V1PromptsController {
 
   @Get('prompt')
   async queueInfo(@CurrentAccount() account: Account, @Req() http: FastifyRequest) {
-    const remaining = await this.store.countInFlight(await this.scope(account, http));
+    const remaining = await this.jobs.countInFlight(await this.scope(account, http));
     return { exec_info: { queue_remaining: remaining } };
   }
 
@@ -177,7 +175,7 @@ export class V1PromptsController {
 
   @Get('queue')
   async queue(@CurrentAccount() account: Account, @Req() http: FastifyRequest) {
-    const jobs = await this.store.listInScope(await this.scope(account, http), [...IN_FLIGHT]);
+    const jobs = await this.jobs.list(await this.scope(account, http), [...IN_FLIGHT]);
     return {
       queue_running: await this.views.queueTuples(jobs.filter((j) => j.status !== 'queued')),
       queue_pending: await this.views.queueTuples(jobs.filter((j) => j.status === 'queued')),
@@ -192,8 +190,8 @@ export class V1PromptsController {
     const body = parsedOr400(reply, () => parseDeleteBody(raw));
     if (!body) return reply;
     const targets: Job[] = [];
-    if (body.ids.length > 0) targets.push(...(await this.store.listInScope(mine, ['queued', 'running'], body.ids)));
-    if (body.clear) targets.push(...(await this.store.listInScope(mine, ['queued'])));
+    if (body.ids.length > 0) targets.push(...(await this.jobs.list(mine, ['queued', 'running'], body.ids)));
+    if (body.clear) targets.push(...(await this.jobs.list(mine, ['queued'])));
     for (const job of targets) await this.control.cancel(job);
     return reply.status(200).send();
   }
@@ -207,7 +205,7 @@ export class V1PromptsController {
     if (!body) return reply;
     const promptId = typeof body.prompt_id === 'string' && isUuid(body.prompt_id) ? body.prompt_id.toLowerCase() : null;
     if (body.prompt_id !== undefined && body.prompt_id !== null && !promptId) return reply.status(200).send();
-    const running = await this.store.listInScope(mine, ['running'], promptId ? [promptId] : null);
+    const running = await this.jobs.list(mine, ['running'], promptId ? [promptId] : null);
     for (const job of running) await this.control.cancel(job);
     return reply.status(200).send();
   }
@@ -219,7 +217,7 @@ export class V1PromptsController {
     // As the engine counts it: `offset` skips that many of the oldest; without one the page is
     // the newest `max_items`. Either way the engine lists history oldest first.
     const offset = intParam(query.offset, -1, 1_000_000);
-    const jobs = await this.store.history(mine, take, offset);
+    const jobs = await this.jobs.history(mine, take, offset);
     return this.views.history(offset < 0 ? jobs.reverse() : jobs);
   }
 
@@ -245,8 +243,8 @@ export class V1PromptsController {
     const mine = await this.scope(account, http);
     const body = parsedOr400(reply, () => parseDeleteBody(raw));
     if (!body) return reply;
-    if (body.clear) await this.store.hideFromHistory(mine, null);
-    if (body.ids.length > 0) await this.store.hideFromHistory(mine, body.ids);
+    if (body.clear) await this.control.hideFromHistory(mine, null);
+    if (body.ids.length > 0) await this.control.hideFromHistory(mine, body.ids);
     return reply.status(200).send();
   }
 }
