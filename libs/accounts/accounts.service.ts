@@ -1,5 +1,6 @@
 import { generateApiKey } from '#libs/auth';
 import type { Db, Account } from '#libs/db';
+import { moveCredits, recordOpeningCredits } from './billing.js';
 import { tierLimits } from './tiers.js';
 
 export interface AccountLimitsPatch {
@@ -31,7 +32,7 @@ export class AccountsService {
       });
       await tx.apiKey.create({ data: { accountId: created.id, prefix: generated.prefix, hash: generated.hash } });
       if (input.credits !== 0n) {
-        await tx.creditLedgerEntry.create({ data: { accountId: created.id, amount: input.credits, reason: 'grant' } });
+        await recordOpeningCredits(tx, created.id, input.credits);
       }
       return created;
     });
@@ -54,11 +55,7 @@ export class AccountsService {
   }
 
   async addCredits(accountId: string, amount: bigint, reason = 'grant'): Promise<bigint> {
-    return this.db.$transaction(async (tx) => {
-      await tx.creditLedgerEntry.create({ data: { accountId, amount, reason } });
-      const updated = await tx.account.update({ where: { id: accountId }, data: { creditBalance: { increment: amount } } });
-      return updated.creditBalance;
-    });
+    return this.db.$transaction((tx) => moveCredits(tx, accountId, amount, reason));
   }
 
   async setLimits(accountId: string, patch: AccountLimitsPatch): Promise<Account> {

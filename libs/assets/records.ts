@@ -214,14 +214,17 @@ export async function deleteAssetsAndOrphanBlobs(db: Db, store: BlobStore, asset
  * the jobs are counted: a submission holds the rows of the assets its job uses until the job is
  * in (InsertBatcher), so either its job is counted here, or it finds the asset gone.
  */
-export async function deleteAssetUnlessInUse(db: Db, store: BlobStore, asset: { id: string; accountId: string; blobHash: string }): Promise<boolean> {
+export async function deleteAssetUnlessInUse(
+  db: Db,
+  store: BlobStore,
+  asset: { id: string; accountId: string; blobHash: string },
+  // Whether a live job uses the asset: asked of the jobs' owner (JobStore.assetInUse), under the asset's lock.
+  inUse: (tx: Prisma.TransactionClient, accountId: string, assetId: string) => Promise<boolean>,
+): Promise<boolean> {
   const deleted = await deleteBlobAssets(db, store, asset.blobHash, [asset.id], async (tx) => {
     const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM assets WHERE id = ${asset.id}::uuid FOR UPDATE`;
     if (locked.length === 0) return false;
-    const live = await tx.$queryRaw<{ n: bigint }[]>`
-      SELECT count(*) AS n FROM jobs WHERE account_id = ${asset.accountId}::uuid
-      AND status IN ('queued', 'running', 'canceling') AND workflow::text LIKE ${'%' + asset.id + '%'}`;
-    if (Number(live[0]?.n ?? 0) > 0) throw new ApiError('asset_in_use', 'A job that has not finished uses this asset.');
+    if (await inUse(tx, asset.accountId, asset.id)) throw new ApiError('asset_in_use', 'A job that has not finished uses this asset.');
     return true;
   });
   return deleted > 0;

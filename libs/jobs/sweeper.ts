@@ -1,16 +1,14 @@
 import type { Redis } from 'ioredis';
 import { deleteAssetsAndOrphanBlobs } from '#libs/assets';
-import { TERMINAL_STATUSES } from '#libs/contracts';
 import { Prisma, type Db } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
 import type { Dispatcher } from './dispatcher.js';
 import type { JobEventLog } from './events.js';
 import type { JobKeys } from './keys.js';
-import { dropEmptyQueueCounts } from './queue-counts.js';
 import type { Queue } from 'bullmq';
 import { runJobId, type RunPayload } from './run-queue.js';
 import { expiryError } from './deadlines.js';
-import { finishJob, transition } from './state.js';
+import { storeOf, type JobStore } from './job-store.js';
 import type { WorkerRegistry } from './worker-registry.js';
 
 // Jobs (or assets) expired or deleted per statement, and the time one pass may spend on each kind.
@@ -44,6 +42,8 @@ export interface SweepReport {
  * left behind, a pass puts right. One pass at a time across all processes (a Redis lock).
  */
 export class Sweeper {
+  private readonly jobs: JobStore;
+
   constructor(
     private readonly db: Db,
     private readonly redis: Redis,
@@ -54,7 +54,10 @@ export class Sweeper {
     private readonly store: BlobStore,
     private readonly keys: JobKeys,
     private readonly options: SweeperOptions,
-  ) {}
+    jobs?: JobStore,
+  ) {
+    this.jobs = jobs ?? storeOf(db);
+  }
 
   async sweep(now = new Date()): Promise<SweepReport | null> {
     const locked = await this.redis.set(this.keys.sweeperLock, String(process.pid), 'PX', 30_000, 'NX');
@@ -69,9 +72,9 @@ export class Sweeper {
       const purged = await this.purgeRetention(now);
       report.purgedJobs = purged.jobs;
       report.purgedAssets = purged.assets;
-      await this.db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });
+      await this.jobs.dropExpiredKeys(now);
       await this.db.assetUploadKey.deleteMany({ where: { expiresAt: { lt: now } } });
-      await dropEmptyQueueCounts(this.db);
+      await this.jobs.dropEmptyQueueCounts();
       await this.dispatcher.kick();
       return report;
     } finally {
@@ -85,18 +88,13 @@ export class Sweeper {
 
   /** Handed to the run queue but gone from it (Redis restarted, a run was dropped): hand out again. */
   private async redispatchLostRuns(now: Date): Promise<number> {
-    const candidates = await this.db.job.findMany({
-      where: { status: 'queued', dispatchedAt: { lt: new Date(now.getTime() - 5_000) } },
-      select: { id: true, dispatchedAt: true },
-      take: 500,
-    });
+    const candidates = await this.jobs.handedOutBefore(new Date(now.getTime() - 5_000), 500);
     let count = 0;
     for (const job of candidates) {
       const run = await this.queue.getJob(runJobId(job.id, job.dispatchedAt!));
       const state = run ? await run.getState() : 'missing';
       if (state === 'waiting' || state === 'active' || state === 'prioritized' || state === 'delayed') continue;
-      const reset = await this.db.job.updateMany({ where: { id: job.id, status: 'queued', dispatchedAt: job.dispatchedAt }, data: { dispatchedAt: null } });
-      count += reset.count;
+      if (await this.jobs.unhand(job.id, job.dispatchedAt)) count++;
     }
     return count;
   }
@@ -106,10 +104,7 @@ export class Sweeper {
     // A live worker counts only for the job it says it runs: a worker restarted under the same id
     // (a pod keeps its name) knows nothing of the job its previous process held.
     const runningOn = new Map((await this.registry.list(now.getTime())).map((w) => [w.id, w.jobId]));
-    const orphaned = await this.db.job.findMany({
-      where: { status: { in: ['running', 'canceling'] }, updatedAt: { lt: new Date(now.getTime() - 5_000) } },
-      take: 500,
-    });
+    const orphaned = await this.jobs.runningSilentSince(new Date(now.getTime() - 5_000), 500);
     let requeued = 0;
     let lost = 0;
     for (const job of orphaned) {
@@ -118,21 +113,20 @@ export class Sweeper {
       // this lease, its records by the job's worker and attempt).
       await this.redis.del(this.keys.lease(job.id));
       if (job.status === 'canceling') {
-        const done = await finishJob(this.db, job.id, { status: 'canceled' }, this.options.creditsPerSecond, now);
+        const done = await this.jobs.finish(job.id, { status: 'canceled' }, this.options.creditsPerSecond, now);
         if (done) await this.status(job.id, job.accountId, 'canceled');
         continue;
       }
       if (job.attempts < this.options.maxAttempts) {
         // The next run starts from nothing: the lost run's progress would show work not done.
-        const back = await transition(this.db, job.id, ['running'], 'queued', { dispatchedAt: null, workerId: null, progress: Prisma.DbNull });
+        const back = await this.jobs.transition(job.id, ['running'], 'queued', { dispatchedAt: null, workerId: null, progress: Prisma.DbNull });
         if (back) {
           requeued++;
           await this.status(job.id, job.accountId, 'queued');
         }
         continue;
       }
-      const done = await finishJob(
-        this.db,
+      const done = await this.jobs.finish(
         job.id,
         { status: 'failed', error: { code: 'worker_lost', message: `The worker running this job stopped ${job.attempts} times; giving up.` } },
         this.options.creditsPerSecond,
@@ -156,10 +150,9 @@ export class Sweeper {
   private async expireDeadlines(now: Date): Promise<number> {
     let count = 0;
     await this.inBatches(async () => {
-      const late = await this.db.$queryRaw<LateJob[]>(lateJobsQuery(now, new Date(now.getTime() - this.options.deadlineGraceMs), PURGE_BATCH));
+      const late = await this.jobs.late(now, new Date(now.getTime() - this.options.deadlineGraceMs), PURGE_BATCH);
       for (const job of late) {
-        const done = await finishJob(
-          this.db,
+        const done = await this.jobs.finish(
           job.id,
           { status: 'expired', error: expiryError(job.in_queue ? 'queue' : 'run', job.own_deadline) },
           this.options.creditsPerSecond,
@@ -189,11 +182,11 @@ export class Sweeper {
     await this.inBatches(async () => {
       // Only jobs that ended: one still queued or running past its retention (a retention shorter
       // than its deadlines) is purged once it ends, after it has been charged and its stream ended.
-      const ids = (await this.db.job.findMany({ where: { expiresAt: { lt: now }, status: { in: [...TERMINAL_STATUSES] } }, select: { id: true }, take: PURGE_BATCH })).map((j) => j.id);
+      const ids = await this.jobs.retentionExpired(now, PURGE_BATCH);
       if (ids.length === 0) return 0;
       const owned = await this.db.asset.findMany({ where: { jobId: { in: ids } }, select: { id: true } });
       assets += await deleteAssetsAndOrphanBlobs(this.db, this.store, owned.map((a) => a.id));
-      jobs += (await this.db.job.deleteMany({ where: { id: { in: ids } } })).count;
+      jobs += await this.jobs.deleteMany(ids);
       await Promise.all(ids.map((id) => this.events.drop(id)));
       return ids.length;
     });
@@ -210,30 +203,4 @@ export class Sweeper {
     const until = Date.now() + (this.options.passBudgetMs ?? PASS_BUDGET_MS);
     while ((await batch()) >= PURGE_BATCH && Date.now() < until);
   }
-}
-
-
-interface LateJob {
-  id: string;
-  account_id: string;
-  /** Late for its queue deadline (never started), not for its run deadline. */
-  in_queue: boolean;
-  /** The deadline passed is the job's own (Cancel-After). */
-  own_deadline: boolean;
-}
-
-/**
- * Up to `limit` jobs of each kind past a deadline: first waits past `now`, runs past `runCutoff`.
- * The conditions are literals matching the partial indexes jobs_queue_deadline_idx and
- * jobs_run_deadline_idx, so even a cached generic plan reads the late jobs and nothing else.
- */
-export function lateJobsQuery(now: Date, runCutoff: Date, limit: number): Prisma.Sql {
-  return Prisma.sql`
-    (SELECT id, account_id, true AS in_queue, coalesce(deadline_at <= queue_deadline_at, false) AS own_deadline FROM jobs
-     WHERE status = 'queued' AND attempts = 0 AND queue_deadline_at < ${now}
-     ORDER BY queue_deadline_at LIMIT ${limit})
-    UNION ALL
-    (SELECT id, account_id, false AS in_queue, coalesce(deadline_at <= run_deadline_at, false) AS own_deadline FROM jobs
-     WHERE status IN ('queued', 'running', 'canceling') AND run_deadline_at IS NOT NULL AND run_deadline_at < ${runCutoff}
-     ORDER BY run_deadline_at LIMIT ${limit})`;
 }

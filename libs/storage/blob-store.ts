@@ -1,7 +1,4 @@
 import type { Readable } from 'node:stream';
-import type { Config } from '#libs/config';
-import { LocalBlobStore } from './local-store.js';
-import { S3BlobStore } from './s3-store.js';
 
 export interface StoredBlob {
   hash: string;
@@ -67,9 +64,4 @@ export interface BlobStore {
 
 export function blobKey(hash: string): string {
   return `blake3/${hash}`;
-}
-
-export function createBlobStore(config: Config): BlobStore {
-  if (config.storage.driver === 's3') return new S3BlobStore(config.storage);
-  return new LocalBlobStore(config.storage.dir, config.signingSecret, config.api.basePath);
 }

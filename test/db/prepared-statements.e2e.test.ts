@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createPrismaClient, dropDatabase, ensureDatabase, PLAN_PER_CALL, Prisma, statementNamer, type Db } from '#libs/db';
-import { claimJob, finishJob } from '#libs/jobs';
-import { InsertBatcher } from '../../apps/api/src/jobs/insert-batcher.js';
+import { claimJob, finishJob, InsertBatcher, JobStore } from '#libs/jobs';
 import { JobViews } from '../../apps/api/src/jobs/job-views.service.js';
 import { databaseUrl, uniqueName } from '../support/env.js';
 import { TestStack } from '../support/stack.js';
@@ -82,7 +81,7 @@ describe('prepared job statements across a migration', () => {
     const account = await stack.account();
     const batcher = new InsertBatcher(db);
     // find() reads the database only.
-    const views = new JobViews(db, {} as never, {} as never, {} as never);
+    const views = new JobViews(new JobStore(db), {} as never, {} as never, {} as never, db);
     const later = new Date(Date.now() + 3_600_000);
     const lifecycle = async () => {
       const id = randomUUID();

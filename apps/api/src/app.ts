@@ -3,6 +3,7 @@ import multipart from '@fastify/multipart';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Config } from '#libs/config';
+import { createLogger, NestPinoLogger, setProcessLogger } from '#libs/logging';
 import { mountBrowserPages } from './admin-ui/index.js';
 import { AppModule } from './app.module.js';
 import { Draining } from './core/draining.js';
@@ -15,8 +16,11 @@ import { installLoadShedding } from './http/overload.js';
 /** Builds the API application (not yet listening). */
 export async function createApi(config: Config): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter(fastifyOptions(config));
+  // Services and Nest itself log through the process's pino logger (libs/logging).
+  const logger = createLogger({ base: { role: 'api' }, level: config.logLevel });
+  setProcessLogger(logger);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forConfig(config), adapter, {
-    logger: config.logLevel === 'silent' ? false : ['error', 'warn'],
+    logger: config.logLevel === 'silent' ? false : new NestPinoLogger(logger),
     bufferLogs: false,
   });
   const fastify = app.getHttpAdapter().getInstance();

@@ -1,4 +1,5 @@
 /** Entry point: `node dist/apps/partner-sim/src/main.js`; PARTNER_SIM_HOST, PARTNER_SIM_PORT, PARTNER_SIM_TIME_SCALE. */
+import { createLogger } from '#libs/logging';
 import { startPartnerSim } from './server.js';
 
 function number(value: string | undefined, fallback: number, name: string): number {
@@ -17,7 +18,7 @@ async function main(): Promise<void> {
     timeScale: number(env.PARTNER_SIM_TIME_SCALE, 1, 'PARTNER_SIM_TIME_SCALE'),
   });
   // A JSON line scripts can wait for (the port matters with PARTNER_SIM_PORT=0).
-  process.stdout.write(JSON.stringify({ msg: 'listening', port: sim.port, url: sim.url }) + '\n');
+  createLogger({ base: { role: 'partner-sim' }, level: 'info' }).info({ port: sim.port, url: sim.url }, 'listening');
   const shutdown = (): void => {
     void sim.stop().then(() => process.exit(0));
   };

@@ -1,10 +1,11 @@
 /** Entry point: `node dist/apps/sim-engine/src/main.js`; configuration from SIM_* variables. */
+import { createLogger } from '#libs/logging';
 import { startSimEngine } from './server.js';
 
 async function main(): Promise<void> {
   const engine = await startSimEngine();
   // A JSON line tests and scripts can wait for (the port matters when SIM_ENGINE_PORT=0).
-  process.stdout.write(JSON.stringify({ msg: 'listening', port: engine.port, url: engine.url }) + '\n');
+  createLogger({ base: { role: 'sim-engine' }, level: 'info' }).info({ port: engine.port, url: engine.url }, 'listening');
   const shutdown = (): void => {
     void engine.close().then(() => process.exit(0));
   };

@@ -1,6 +1,5 @@
 import type { Config } from '#libs/config';
-import type { Db } from '#libs/db';
-import { assetSigner, queuePositionsOf, renderJob, renderOutput, type JobWithOutputs } from '#libs/jobs';
+import { assetSigner, renderJob, renderOutput, type JobStore } from '#libs/jobs';
 import type { BlobStore } from '#libs/storage';
 import { TEST_EVENT } from '#libs/webhooks';
 import type { ClaimedDelivery } from './delivery-store.js';
@@ -16,7 +15,7 @@ export class Payloads {
   private readonly prefix: string;
 
   constructor(
-    private readonly db: Db,
+    private readonly jobs: JobStore,
     private readonly store: BlobStore,
     private readonly config: Config,
   ) {
@@ -32,12 +31,9 @@ export class Payloads {
     if (delivery.eventType === TEST_EVENT || delivery.jobId === null) {
       return JSON.stringify({ ...head, data: { endpoint_id: delivery.endpointId, message: 'A test event: this endpoint receives the account\'s webhooks.' } });
     }
-    const job: JobWithOutputs | null = await this.db.job.findUnique({
-      where: { id: delivery.jobId },
-      include: { outputs: { include: { asset: { include: { blob: true } } }, orderBy: { id: 'asc' } } },
-    });
+    const job = await this.jobs.withOutputs(delivery.jobId);
     if (!job) return null;
-    const position = job.status === 'queued' ? ((await queuePositionsOf(this.db, [job.id])).get(job.id) ?? null) : null;
+    const position = job.status === 'queued' ? ((await this.jobs.queuePositionsOf([job.id])).get(job.id) ?? null) : null;
     const sign = assetSigner(this.store, this.config.signedUrlTtlSeconds, this.origin);
     // A deployment's jobs are reached under its prefix, as the API's own links say.
     const self = `${this.prefix}${job.deploymentId ? `/deployment/${job.deploymentId}` : ''}/api/v2/jobs/${job.id}`;

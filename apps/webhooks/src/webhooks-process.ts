@@ -1,8 +1,9 @@
 import type { Server } from 'node:http';
 import pg from 'pg';
-import { pino, type Logger } from 'pino';
+import { createLogger, type Logger } from '#libs/logging';
 import type { Config } from '#libs/config';
 import { createPrismaClient, type Db } from '#libs/db';
+import { JobStore } from '#libs/jobs';
 import { ProcessMetrics, setOldestPendingWebhook } from '#libs/metrics';
 import { startHealthServer } from '#libs/runtime';
 import { createBlobStore } from '#libs/storage';
@@ -32,11 +33,11 @@ export class WebhooksProcess {
   private stopping = false;
 
   constructor(private readonly config: Config) {
-    this.log = pino({ level: config.logLevel === 'debug' || config.logLevel === 'trace' ? config.logLevel : 'info', base: { role: 'webhooks' } });
+    this.log = createLogger({ base: { role: 'webhooks' }, level: config.logLevel, keepLifecycle: true });
     const w = config.webhooks;
     this.db = createPrismaClient(config.databaseUrl, w.concurrency + 2, { preparedStatements: config.databasePreparedStatements });
     this.store = new DeliveryStore(this.db, w.disableAfterSeconds);
-    const payloads = new Payloads(this.db, createBlobStore(config), config);
+    const payloads = new Payloads(new JobStore(this.db), createBlobStore(config), config);
     this.deliverer = new Deliverer(
       this.store,
       payloads,

@@ -1,100 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import type { Config } from '#libs/config';
-import type { Db, Job } from '#libs/db';
-import type { Readable } from 'node:stream';
-import { EngineValidationError, pythonJsonDumps, type EngineClient, type EngineMessage, type EngineSocket } from '#libs/engine-protocol';
-import {
-  extendRunDeadline,
-  finishJob,
-  leaseToken,
-  claimJob,
-  expiryError,
-  isOwnDeadline,
-  saveProgress,
-  transition,
-  type RunLease,
-  type ExtraDataVault,
-  type JobEventLog,
-  type JobKeys,
-  type Outcome,
-} from '#libs/jobs';
-import { jobExecutionObserved, queueWaitObserved } from '#libs/metrics';
-import type { BlobStore } from '#libs/storage';
-import type { ProgressView } from '#libs/contracts';
-import type { NodeDefinitions } from '#libs/workflow';
-import { scopeEngineCache } from './cache-scope.js';
-import { removeStagedInputs, stageInputs, stagingFolder, StagingError, type ApiWorkflow, type ModelStaging, type StagedInputs } from './input-staging.js';
-import { OutputStore, OutputStoreError, type StoredOutput } from './output-store.js';
-import { PngPromptRewriter } from './png-prompt.js';
-import { TenantView } from './tenant-view.js';
-import { PromptWatch } from './prompt-watch.js';
-import { refusalMessage } from './refusal.js';
-import { RunContext, type EngineOutcome } from './run-context.js';
-import type { ReportedOutput } from './output-kinds.js';
-import { Throttle } from './throttle.js';
-import type { Log } from './worker-process.js';
+import { queueWaitObserved } from '#libs/metrics';
+import { JobRun, STORING_ALLOWANCE_SECONDS, type Ending } from './job-run.js';
+import type { RunnerDeps } from './runner-deps.js';
 
-export interface RunnerDeps {
-  db: Db;
-  redis: Redis;
-  store: BlobStore;
-  engine: EngineClient;
-  socket: EngineSocket;
-  events: JobEventLog;
-  vault: ExtraDataVault;
-  keys: JobKeys;
-  config: Config;
-  workerId: string;
-  log: Log;
-  /** The engine's node definitions as last read, null before the first read. */
-  definitions: () => NodeDefinitions | null;
-  /** Where tenants' model files come from and go for a job; null: nowhere. */
-  models: ModelStaging | null;
-}
-
-// Once the engine has finished a job, the time its outputs may still take to store past the run
-// deadline. A store that stalls fails long before (ENGINE_STALL_TIMEOUT_MS); this bounds one that
-// moves, slowly, a large video for instance.
-const STORING_ALLOWANCE_SECONDS = 15 * 60;
-
-// Once the engine has ended a prompt, the longest the worker waits for the last lines it prints for
-// it (RunContext.logSettled); they normally follow the terminal message within a millisecond.
-const LOG_TAIL_WAIT_MS = 1000;
-
-// A handed-back job runs again elsewhere; once its attempts are used up it fails with `code`.
-// `engineMs`: how long the engine worked on the job in this run, charged with it.
-type Ending = { outcome: Outcome } | { handBack: string; code?: string; engineMs?: number };
-
-/** One run of a job: the job as claimed, and the lease its claim gave this worker. */
-interface Run {
-  job: Job;
-  lease: RunLease;
-  /** The lease as Redis holds it: the run's events and messages are sent only while it matches. */
-  token: string;
-  log: Log;
-}
+export type { RunnerDeps };
 
 /**
- * An engine message as v1 clients see it: the engine knows the job by this worker's private prompt
- * id, the clients by the job id. `progress_state` repeats the prompt id in each of its nodes.
+ * Takes the jobs the run queue hands this worker, one at a time: claims each (the claim gives the
+ * run its lease) and drives its run (JobRun) from staging to its recorded ending or hand-back.
  */
-function withJobPromptId(message: EngineMessage, jobId: string): { type: string; data: Record<string, unknown> } {
-  const data: Record<string, unknown> = { ...(message.data as object), prompt_id: jobId };
-  const nodes = data.nodes;
-  if (message.type === 'progress_state' && typeof nodes === 'object' && nodes !== null && !Array.isArray(nodes)) {
-    data.nodes = Object.fromEntries(
-      Object.entries(nodes).map(([id, node]) => [id, typeof node === 'object' && node !== null && 'prompt_id' in node ? { ...node, prompt_id: jobId } : node]),
-    );
-  }
-  return { type: message.type, data };
-}
-
-/** Runs one job on this worker's engine, from claim to terminal state (or hand-back). */
 export class JobRunner {
-  private current: { jobId: string; cancel: (reason: 'cancel' | 'expired') => void; shutdown: () => void } | null = null;
+  private current: JobRun | null = null;
   /** What the runner is doing now; reported with the worker's state so a stuck step shows. */
-  stage = 'idle';
+  private claiming = false;
   /** The job this worker holds, from its claim until its ending is written; the sweeper trusts this. */
   private holding: string | null = null;
   /**
@@ -102,20 +20,23 @@ export class JobRunner {
    * sent) would cost every job the whole wait: after one wait in vain the runner waits no more,
    * until a job's log shows the line again.
    */
-  private closingLinePrinted = true;
+  private readonly closingLine = { printed: true };
   /**
    * The last run was handed back for want of the engine (it refused the inputs or the prompt, or
    * went away mid-run): the worker stops taking jobs until the engine answers, rather than using
    * up the attempts of every queued job in the seconds an engine takes to restart.
    */
   lostEngine = false;
-  /** The history messages v1 clients were sent of the current run, stored with its ending (v1 history). */
-  private runMessages: () => Array<[string, unknown]> = () => [];
 
   constructor(private readonly d: RunnerDeps) {}
 
   get currentJobId(): string | null {
     return this.holding;
+  }
+
+  get stage(): string {
+    if (this.claiming) return 'claiming';
+    return this.current && this.current.stage !== 'done' ? this.current.stage : 'idle';
   }
 
   /** Asked to stop (SIGTERM): the running job gets the grace period, then is handed back. */
@@ -128,7 +49,7 @@ export class JobRunner {
   }
 
   async run(jobId: string): Promise<void> {
-    this.stage = 'claiming';
+    this.claiming = true;
     this.lostEngine = false;
     // The engine prompt id is chosen now so the claim records it in the same statement.
     const promptId = randomUUID();
@@ -136,332 +57,41 @@ export class JobRunner {
     try {
       await this.claimAndRun(jobId, promptId);
     } finally {
+      this.claiming = false;
+      this.current = null;
       this.holding = null;
     }
   }
 
   private async claimAndRun(jobId: string, promptId: string): Promise<void> {
-    const { db, config, workerId } = this.d;
+    const { jobs, config, workerId } = this.d;
     // The sealed extra_data is read while the claim commits; a failure to read it counts where it
-    // is awaited, in execute(), like any failure of the run.
+    // is awaited, in the run, like any failure of the run.
     const extra = this.d.vault.get(jobId);
     extra.catch(() => undefined);
-    const claimed = await claimJob(db, jobId, { workerId, enginePromptId: promptId, executionTimeoutSeconds: config.jobs.executionTimeoutSeconds });
+    const claimed = await jobs.claim(jobId, { workerId, enginePromptId: promptId, executionTimeoutSeconds: config.jobs.executionTimeoutSeconds });
     if (!claimed) return; // canceled or expired while waiting, or past its queue deadline (the sweeper expires it)
-    const job = claimed.job;
-    // Every line about this job carries its id.
-    const log = this.d.log.child({ job_id: jobId });
-    const lease = { workerId, attempt: job.attempts };
-    const run: Run = { job, lease, token: leaseToken(lease), log };
+    const { job } = claimed;
+    const run = new JobRun(this.d, job, promptId, extra, this.closingLine);
+    this.current = run;
+    this.claiming = false;
     // Waiting is measured once, on the first start; a handed-back job keeps its original wait.
     if (claimed.firstStart && job.queueMs !== null) queueWaitObserved(job.queueMs / 1000);
-    log('info', 'job started', { queue_ms: job.queueMs, attempt: job.attempts });
+    this.d.log.child({ job_id: jobId })('info', 'job started', { queue_ms: job.queueMs, attempt: job.attempts });
     // Not waited for: the lease, then the events, leave in this order on the same Redis connection.
     const leaseMs = Math.max(0, (job.runDeadlineAt?.getTime() ?? Date.now()) - Date.now()) + (STORING_ALLOWANCE_SECONDS + 600) * 1000;
     void this.d.redis.set(this.d.keys.lease(job.id), run.token, 'PX', leaseMs).catch(() => undefined);
-    void this.status(run, 'running').catch(() => undefined);
+    void run.status('running').catch(() => undefined);
     let ending: Ending;
     try {
-      ending = await this.execute(run, promptId, extra);
+      ending = await run.execute();
     } catch (err) {
       // Most often a dependency that went away mid-run (Redis or PostgreSQL restarting): the job
       // is not at fault, so it runs again rather than failing on its first attempt.
-      log('error', 'job run failed unexpectedly', { err: (err as Error).message });
+      this.d.log.child({ job_id: jobId })('error', 'job run failed unexpectedly', { err: (err as Error).message });
       ending = { handBack: 'The worker failed while running this job.', code: 'worker_error' };
-    } finally {
-      this.current = null;
     }
-    this.stage = 'concluding';
     this.lostEngine = 'handBack' in ending && ending.code === undefined;
-    await this.conclude(run, ending);
-    this.stage = 'idle';
-  }
-
-  private async conclude(run: Run, ending: Ending): Promise<void> {
-    const { db, config } = this.d;
-    const { job, lease, log } = run;
-    if ('handBack' in ending) {
-      const latest = await db.job.findUnique({ where: { id: job.id } });
-      if (latest && latest.attempts < config.jobs.maxAttempts && latest.status === 'running') {
-        // The engine's time in this run is charged when the job ends, with the runs after it.
-        const patch = { dispatchedAt: null, workerId: null, billedMs: { increment: Math.round(ending.engineMs ?? 0) } };
-        const back = await transition(db, job.id, ['running'], 'queued', patch, { workerId: lease.workerId, attempts: lease.attempt });
-        if (back) {
-          log('warn', 'job handed back', { reason: ending.handBack });
-          await this.status(run, 'queued');
-          await this.d.redis.del(this.d.keys.lease(job.id));
-          return;
-        }
-      }
-      if (latest?.status === 'canceling') ending = { outcome: { status: 'canceled', engineMs: ending.engineMs } };
-      else ending = { outcome: { status: 'failed', error: { code: ending.code ?? 'engine_unavailable', message: ending.handBack }, engineMs: ending.engineMs } };
-    }
-    const done = await finishJob(db, job.id, { ...ending.outcome, engineMessages: this.runMessages() }, config.jobs.creditsPerSecond, new Date(), lease);
-    if (done) {
-      jobExecutionObserved(done.status, (done.executionMs ?? 0) / 1000);
-      const error = ending.outcome.error;
-      log(done.status === 'succeeded' || done.status === 'canceled' ? 'info' : 'warn', 'job finished', {
-        status: done.status,
-        execution_ms: done.executionMs,
-        ...(error ? { error_code: error.code } : {}),
-      });
-      await this.status(run, done.status);
-      await this.d.redis.del(this.d.keys.lease(job.id));
-      // After the status: clients wait on that, nobody waits on this.
-      await this.d.vault.delete(job.id);
-    } else {
-      // Ended meanwhile (the sweeper's deadline), or run again elsewhere, which still needs its secrets.
-      log('warn', 'job not finished by this run: it ended meanwhile or another worker took it over', { attempt: lease.attempt });
-    }
-  }
-
-  private async status(run: Run, status: string): Promise<void> {
-    await this.d.events.append(run.job.id, run.job.accountId, 'status', { status, queue_position: null }, run.token);
-  }
-
-  private async execute(run: Run, promptId: string, extraData: Promise<Record<string, unknown> | null>): Promise<Ending> {
-    const { db, store, engine, config } = this.d;
-    const { job, log: jobLog } = run;
-    this.runMessages = () => [];
-    const workflow = job.workflow as unknown as ApiWorkflow;
-    const submitted = (job.submittedWorkflow ?? null) as ApiWorkflow | null;
-    let inputs: StagedInputs;
-    try {
-      this.stage = 'staging';
-      const scoped = scopeEngineCache(workflow, job.accountId, this.d.definitions());
-      inputs = await stageInputs(scoped, submitted, job.accountId, stagingFolder(config.signingSecret, job.accountId), db, store, engine, this.d.models);
-    } catch (err) {
-      if (err instanceof StagingError) return { outcome: { status: 'failed', error: { code: err.code, message: err.message } } };
-      return { handBack: `Could not stage inputs on the engine: ${(err as Error).message}` };
-    }
-    try {
-      return await this.runStaged(run, promptId, inputs, extraData);
-    } finally {
-      // Gone from the engine once the job is over, whatever its ending.
-      await removeStagedInputs(config.worker.engineInputDir, inputs).catch((err: Error) => jobLog('warn', 'staged inputs not removed', { err: err.message }));
-    }
-  }
-
-  private async runStaged(run: Run, promptId: string, inputs: StagedInputs, extraData: Promise<Record<string, unknown> | null>): Promise<Ending> {
-    const { db, engine, socket, store, events, config, keys, redis } = this.d;
-    const { job, lease, token, log: jobLog } = run;
-    const staged = inputs.workflow;
-    const tenant = new TenantView(inputs.tenantNames, inputs.folder);
-    // Saved images carry the workflow the tenant sent, not the one the engine ran (staged names, cache scope).
-    const promptText = pythonJsonDumps(job.submittedWorkflow ?? job.workflow);
-    const tenantBytes = (name: string, bytes: Readable): Readable => {
-      if (!name.toLowerCase().endsWith('.png')) return bytes;
-      const rewriter = new PngPromptRewriter(promptText);
-      bytes.on('error', (err) => rewriter.destroy(err));
-      return bytes.pipe(rewriter);
-    };
-    const outputs = new OutputStore(db, store, engine, events, jobLog, lease, tenantBytes);
-    const stored: StoredOutput[] = [];
-    let outputFailure: Error | null = null;
-    // Outputs are stored, and v1 messages forwarded, strictly in the engine's order.
-    let chain: Promise<void> = Promise.resolve();
-    const enqueue = (step: () => Promise<void>) => {
-      chain = chain.then(step).catch((err: unknown) => {
-        if (err instanceof OutputStoreError) outputFailure = err;
-        else jobLog('warn', 'output step failed', { err: (err as Error).message });
-      });
-    };
-    // Only an error names the job's inputs (`current_inputs`, its message and traceback), unless
-    // staged file names can appear anywhere.
-    const tenantMessage = (message: EngineMessage): EngineMessage => (inputs.folder !== null || message.type === 'execution_error' ? tenant.value(message) : message);
-    const forwardV1 = (message: EngineMessage) =>
-      events.publishLeased({
-        accountId: job.accountId,
-        jobId: job.id,
-        text: JSON.stringify(withJobPromptId(tenantMessage(message), job.id)),
-      }, token);
-
-    const persist = new Throttle(1000);
-    const announce = new Throttle(500);
-    const previewGate = new Throttle(500);
-    let latestProgress: ProgressView | null = null;
-    const ctx = new RunContext(promptId, staged, config.worker.logCaptureBytes, {
-      progress: (snapshot, final) => {
-        latestProgress = snapshot;
-        const write = () => saveProgress(db, job.id, snapshot, lease);
-        const send = () => events.append(job.id, job.accountId, 'progress', snapshot, token).then(() => undefined);
-        if (final) {
-          persist.cancel();
-          announce.cancel();
-          // The final snapshot is persisted with the terminal status (finishJob); here it is only
-          // announced, in line behind the outputs.
-          enqueue(async () => {
-            void send().catch(() => undefined);
-          });
-        } else {
-          persist.run(() => void write().catch(() => undefined));
-          announce.run(() => void send().catch(() => undefined));
-        }
-      },
-      preview: (image, mimeType, nodeId, metadata) => {
-        // In line with the forwarded messages: v1 clients get a preview before its step's progress.
-        enqueue(() => events.publishLeased({
-          accountId: job.accountId,
-          jobId: job.id,
-          preview: {
-            imageType: mimeType === 'image/png' ? 'png' : 'jpeg',
-            base64: image.toString('base64'),
-            metadata: { ...(metadata ?? {}), node_id: nodeId ?? '', prompt_id: job.id, display_node_id: metadata?.display_node_id ?? nodeId ?? '', parent_node_id: metadata?.parent_node_id ?? null, real_node_id: metadata?.real_node_id ?? nodeId ?? '', image_type: mimeType },
-          },
-        }, token));
-        previewGate.run(() => void events.append(job.id, job.accountId, 'preview', { node_id: nodeId ?? '', content_type: mimeType, data_base64: image.toString('base64') }, token).catch(() => undefined));
-      },
-      outputs: (nodeId, reported: ReportedOutput[], message) => {
-        enqueue(async () => {
-          const refs: Record<string, unknown[]> = {};
-          const original = ((message?.data as { output?: Record<string, unknown[]> } | undefined)?.output ?? {}) as Record<string, unknown[]>;
-          for (const [key, list] of Object.entries(original)) refs[key] = Array.isArray(list) ? [...list] : list;
-          for (const item of reported) {
-            const saved = await outputs.save(job, nodeId, item);
-            stored.push(saved);
-            if (item.kind === 'file' && Array.isArray(refs[item.key])) refs[item.key]![item.index] = saved.v1Ref;
-          }
-          // Not waited for, like the other forwarded messages: the connection keeps their order.
-          // Images sent only over the socket came with no `executed` (message null): none to forward.
-          if (message) void forwardV1({ type: 'executed', data: { ...(message.data as object), output: refs } }).catch((err: Error) => jobLog('warn', 'executed message not forwarded', { err: err.message }));
-        });
-      },
-      // In line behind any output still being stored, but not waited for: commands on one Redis
-      // connection keep their order, so later messages still follow.
-      forward: (message) =>
-        enqueue(async () => {
-          void forwardV1(message).catch(() => undefined);
-        }),
-      progressText: (nodeId, text) =>
-        enqueue(async () => {
-          void events.publishLeased({ accountId: job.accountId, jobId: job.id, progressText: { nodeId, text } }, token).catch(() => undefined);
-        }),
-    });
-
-    // What forwardV1 sent of them: the v1 history is what the socket had.
-    // History keeps what the socket was sent: the tenant's view of each message.
-    this.runMessages = () => ctx.historyMessages.map((m) => withJobPromptId(tenantMessage(m), job.id)).map(({ type, data }) => [type, data]);
-    const onMessage = (m: EngineMessage) => ctx.onMessage(m);
-    const onBinary = (f: Parameters<typeof ctx.onBinary>[0]) => ctx.onBinary(f);
-    socket.on('message', onMessage);
-    socket.on('binary', onBinary);
-
-    let canceled: 'cancel' | 'expired' | null = null;
-    let stopping = false;
-    const interrupt = async () => {
-      await engine.deleteFromQueue([promptId]).catch(() => undefined);
-      await engine.interrupt(promptId).catch(() => undefined);
-    };
-    const cancelWatch = setInterval(() => {
-      void redis.get(keys.cancelFlag(job.id)).then((flag) => {
-        if (flag && !canceled) this.cancel(job.id, flag === 'expired' ? 'expired' : 'cancel');
-      }).catch(() => undefined);
-    }, 1000);
-    const deadlineMs = (job.runDeadlineAt?.getTime() ?? Date.now() + config.jobs.executionTimeoutSeconds * 1000) - Date.now();
-    const deadline = setTimeout(() => this.cancel(job.id, 'expired'), Math.max(0, deadlineMs));
-    let handBackReason: string | null = null;
-    let shutdownTimer: NodeJS.Timeout | undefined;
-    const watch = new PromptWatch(engine, socket, ctx, (reason) => {
-      handBackReason = reason;
-      ctx.end({ kind: 'interrupted' });
-    });
-    const stopPrompt = () =>
-      void interrupt().then(async () => {
-        // A prompt deleted while it waited in the engine's queue (or never sent) produces no message.
-        if ((await watch.locate()) === 'nowhere' && !ctx.done) ctx.end({ kind: 'interrupted' });
-      });
-    this.current = {
-      jobId: job.id,
-      cancel: (reason) => {
-        if (canceled || ctx.done) return;
-        canceled = reason;
-        // Until the engine has the prompt there is nothing there to stop: a delete or interrupt
-        // would arrive first and the prompt after it, to run with nobody waiting for it. The
-        // submission step stops it (or skips it) instead.
-        if (this.stage === 'running') stopPrompt();
-      },
-      shutdown: () => {
-        if (stopping) return;
-        stopping = true;
-        shutdownTimer = setTimeout(() => {
-          handBackReason = 'The worker was shut down before the job finished.';
-          void interrupt();
-          ctx.end({ kind: 'interrupted' });
-        }, config.worker.shutdownGraceMs);
-      },
-    };
-    let result: EngineOutcome;
-    // From the engine's acceptance of the prompt to its end: the time the job is charged for.
-    let engineStart: number | null = null;
-    let engineMs = 0;
-    try {
-      const extra = await extraData;
-      try {
-        this.stage = 'submitting';
-        // Canceled before it was sent: the engine never hears of it (stopPrompt below ends the run).
-        if (!canceled) {
-          jobLog('debug', 'submitting prompt to the engine', { engine_prompt_id: promptId });
-          await engine.submitPrompt({ prompt: staged, client_id: socket.clientId, prompt_id: promptId, extra_data: extra ?? {} });
-          engineStart = performance.now();
-        }
-      } catch (err) {
-        if (err instanceof EngineValidationError) {
-          const refusal = refusalMessage(tenant.value(err.body));
-          return { outcome: { status: 'failed', error: { code: 'prompt_rejected', message: refusal.message, node_id: refusal.nodeId, class_type: refusal.classType } } };
-        }
-        return { handBack: `The engine did not accept the prompt: ${(err as Error).message}` };
-      }
-      this.stage = 'running';
-      // A cancel (or deadline) that came while the prompt was on its way is carried out now.
-      if (canceled) stopPrompt();
-      watch.start();
-      result = await ctx.outcome;
-      if (engineStart !== null) engineMs = performance.now() - engineStart;
-      // The end came over the socket, but an `executed` may have been lost in a break before it.
-      if (watch.missedMessages && !handBackReason) {
-        const history = await watch.endedHistory();
-        if (history) ctx.settleFromHistory(history);
-        else jobLog('warn', 'no engine history to check for outputs the socket missed', { engine_prompt_id: promptId });
-      }
-      // The log is written with the terminal status, so a client that sees the status can read it
-      // at once: it must hold the lines the engine prints after its terminal message too. The
-      // outputs are being stored meanwhile.
-      if (!handBackReason) this.closingLinePrinted = this.closingLinePrinted ? await ctx.logSettled(LOG_TAIL_WAIT_MS) : ctx.logEndedYet();
-    } finally {
-      clearInterval(cancelWatch);
-      // A progress or preview still waiting for its throttle's turn goes out now: fired later, it
-      // would land in the log after the terminal status, where no event stream delivers it.
-      persist.flush();
-      announce.flush();
-      previewGate.flush();
-      clearTimeout(deadline);
-      clearTimeout(shutdownTimer);
-      watch.stop();
-      socket.off('message', onMessage);
-      socket.off('binary', onBinary);
-    }
-    this.stage = 'storing outputs';
-    // The engine finished within the deadline (the worker's own timer stops it otherwise): the
-    // outputs still on their way must not make the job late.
-    if (!canceled && !handBackReason && job.runDeadlineAt && job.runDeadlineAt.getTime() - Date.now() < STORING_ALLOWANCE_SECONDS * 1000) {
-      await extendRunDeadline(db, job.id, STORING_ALLOWANCE_SECONDS, lease).catch((err: Error) => jobLog('warn', 'run deadline not extended for storing outputs', { err: err.message }));
-    }
-    await chain;
-    const captured = ctx.log.result();
-    const log = captured && { ...captured, text: tenant.text(captured.text) };
-    if (handBackReason) return { handBack: handBackReason, engineMs };
-    if (result.kind === 'success') {
-      // Outputs the service could not keep are its own failure: the job costs nothing.
-      if (outputFailure) return { outcome: { status: 'failed', error: { code: 'output_store_failed', message: (outputFailure as Error).message }, log, free: true } };
-      return { outcome: { status: 'succeeded', log, progress: latestProgress, engineMs } };
-    }
-    if (result.kind === 'error') {
-      // The engine's exception type is kept so v1 history can report it as the engine did.
-      const error = { code: 'node_execution_error', message: tenant.text(result.message), node_id: result.nodeId, class_type: result.classType, traceback: result.traceback ? tenant.text(result.traceback) : null, exception_type: result.exceptionType };
-      return { outcome: { status: 'failed', error, log, engineMs } };
-    }
-    if (canceled === 'expired') return { outcome: { status: 'expired', error: expiryError('run', isOwnDeadline(job)), log, engineMs } };
-    if (canceled === 'cancel') return { outcome: { status: 'canceled', log, engineMs } };
-    return { outcome: { status: 'failed', error: { code: 'interrupted', message: 'The engine interrupted the job.' }, log, engineMs } };
+    await run.conclude(ending);
   }
 }

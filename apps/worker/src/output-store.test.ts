@@ -5,7 +5,7 @@ import type { EngineClient } from '#libs/engine-protocol';
 import type { JobEventLog } from '#libs/jobs';
 import type { BlobStore } from '#libs/storage';
 import { OutputStore, OutputStoreError } from './output-store.js';
-import type { Log } from './worker-process.js';
+import type { Log } from '#libs/logging';
 
 // Each try streams the output from the engine again. A store that fails before it has read the
 // download must not leave that download's connection to the engine open.

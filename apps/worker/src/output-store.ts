@@ -3,12 +3,12 @@ import { Readable } from 'node:stream';
 import { blobRow, bytesNewToAccount, discardUnrecordedBytes, underBlobLock } from '#libs/assets';
 import { Prisma, type Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
-import { leaseToken, type JobEventLog, type RunLease } from '#libs/jobs';
+import { leaseHeld, leaseToken, type JobEventLog, type RunLease } from '#libs/jobs';
 import { outputBytesObserved } from '#libs/metrics';
 import { outputEventsCte } from '#libs/webhooks';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { contentTypeFor, outputName, outputType, type ReportedOutput } from './output-kinds.js';
-import type { Log } from './worker-process.js';
+import type { Log } from '#libs/logging';
 
 export interface StoredOutput {
   assetId: string;
@@ -100,10 +100,7 @@ export class OutputStore {
       this.db,
       stored.hash,
       this.db.$executeRaw`
-      WITH ${blobRow(stored)}, held AS (
-        SELECT 1 FROM jobs WHERE id = ${job.id}::uuid AND status IN ('running', 'canceling')
-          AND worker_id = ${this.lease.workerId} AND attempts = ${this.lease.attempt}
-      ), asset AS (
+      WITH ${blobRow(stored)}, held AS (${leaseHeld(job.id, this.lease)}), asset AS (
         INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at, created_new)
         SELECT ${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt},
                ${bytesNewToAccount(job.accountId, stored.hash)} FROM held

@@ -2,24 +2,12 @@ import os from 'node:os';
 import type { Server } from 'node:http';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { pino, type Logger } from 'pino';
 import type { Config } from '#libs/config';
+import { createLogger, logFunction, type Log } from '#libs/logging';
 import type { NodeDefinitions } from '#libs/workflow';
 import { createPrismaClient, type Db } from '#libs/db';
 import { EngineClient, EngineSocket } from '#libs/engine-protocol';
-import {
-  Dispatcher,
-  ExtraDataVault,
-  JobEventLog,
-  Sweeper,
-  WorkerRegistry,
-  createRunQueue,
-  jobKeys,
-  publishEngineReport,
-  type EngineModels,
-  type RunPayload,
-  type WorkerState,
-} from '#libs/jobs';
+import { createJobSystem, publishEngineReport, SWEEP_EVERY_MS, type EngineModels, type JobSystem, type RunPayload, type WorkerState } from '#libs/jobs';
 import { ProcessMetrics, setEngineReady } from '#libs/metrics';
 import { modelEvictionChannel } from '#libs/models';
 import { createBlobStore, StorageWriteProbe } from '#libs/storage';
@@ -28,30 +16,9 @@ import { removeStagingFolders, withoutStagedFiles, withoutStagedNames, type Mode
 import { JobRunner } from './job-runner.js';
 import { ModelCache } from './model-cache.js';
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
-
-/** The worker's logger: `log(level, msg, fields)`; `child(fields)` adds fields to every line (a job's lines carry job_id). */
-export interface Log {
-  (level: LogLevel, msg: string, fields?: Record<string, unknown>): void;
-  child(fields: Record<string, unknown>): Log;
-}
-
-// Credentials a job carries must never reach a log line, even if a future line passes them by mistake.
-const REDACT = ['extra_data', 'extraData', 'api_key_comfy_org', 'auth_token_comfy_org', '*.api_key_comfy_org', '*.auth_token_comfy_org', 'authorization', '*.authorization'];
-
-function wrap(logger: Logger): Log {
-  const log = ((level: LogLevel, msg: string, fields: Record<string, unknown> = {}) => logger[level](fields, msg)) as Log;
-  log.child = (fields) => wrap(logger.child(fields));
-  return log;
-}
-
-/**
- * JSON lines on stdout (pino), each with `base` (role, worker_id). LOG_LEVEL=debug/trace adds
- * detail; quieter settings still keep info, because the lifecycle lines ("listening", "ready")
- * are what supervisors and tests wait for, as the api prints its "listening" line at any level.
- */
+/** JSON lines on stdout, each with `base` (role, worker_id); see libs/logging for the levels kept. */
 export function jsonLogger(base: Record<string, unknown>, level: string = 'info'): Log {
-  return wrap(pino({ level: level === 'debug' || level === 'trace' ? level : 'info', base, redact: { paths: REDACT, censor: '[redacted]' } }));
+  return logFunction(createLogger({ base, level, keepLifecycle: true }));
 }
 
 async function probe(fn: () => Promise<unknown>): Promise<string> {
@@ -76,11 +43,8 @@ export class WorkerProcess {
   private readonly subscriber: Redis;
   private readonly engine: EngineClient;
   private readonly socket: EngineSocket;
-  private readonly registry: WorkerRegistry;
-  private readonly dispatcher: Dispatcher;
-  private readonly sweeper: Sweeper;
+  private readonly system: JobSystem;
   private readonly runner: JobRunner;
-  private readonly queue;
   private readonly storage: StorageWriteProbe;
   private readonly metrics = new ProcessMetrics('worker');
   private readonly models: ModelStaging;
@@ -96,7 +60,6 @@ export class WorkerProcess {
   constructor(private readonly config: Config) {
     this.id = config.worker.workerId || `${os.hostname()}-${process.pid}`;
     this.log = jsonLogger({ role: 'worker', worker_id: this.id }, config.logLevel);
-    const keys = jobKeys(config.redisPrefix);
     this.db = createPrismaClient(config.databaseUrl, 5, { preparedStatements: config.databasePreparedStatements });
     // Auto-pipelining: the many small writes of a run (events, v1 messages) share socket writes.
     // Commands wait for Redis to come back rather than fail: a restart must not fail the job that
@@ -111,15 +74,8 @@ export class WorkerProcess {
     this.engine = new EngineClient({ baseUrl: config.worker.engineUrl, stallTimeoutMs: config.worker.engineStallTimeoutMs, outputDir: config.worker.engineOutputDir });
     this.socket = new EngineSocket({ url: config.worker.engineUrl, clientId: `worker-${this.id}`, featureFlags: { supports_preview_metadata: true } });
     this.socket.on('error', () => undefined);
-    this.queue = createRunQueue({ url: config.redisUrl, maxRetriesPerRequest: null } as never, keys);
-    this.registry = new WorkerRegistry(this.redis, keys);
-    this.dispatcher = new Dispatcher(this.db, this.redis, this.queue, this.registry, keys);
-    const events = new JobEventLog(this.redis, keys, config.jobs.retentionSeconds * 1000);
-    this.sweeper = new Sweeper(this.db, this.redis, this.queue, this.registry, this.dispatcher, events, store, keys, {
-      creditsPerSecond: config.jobs.creditsPerSecond,
-      maxAttempts: config.jobs.maxAttempts,
-      deadlineGraceMs: 30_000,
-    });
+    this.system = createJobSystem({ config, db: this.db, redis: this.redis, store, role: 'worker' });
+    const { keys } = this.system;
     const cacheLog = this.log.child({ component: 'model-cache' });
     this.models = {
       cache: new ModelCache(store, { ...config.worker.modelCache, log: (level, msg, fields) => cacheLog(level, msg, fields) }),
@@ -127,12 +83,13 @@ export class WorkerProcess {
     };
     this.runner = new JobRunner({
       db: this.db,
+      jobs: this.system.jobs,
       redis: this.redis,
       store,
       engine: this.engine,
       socket: this.socket,
-      events,
-      vault: new ExtraDataVault(this.redis, keys, config.signingSecret),
+      events: this.system.events,
+      vault: this.system.vault,
       keys,
       config,
       workerId: this.id,
@@ -154,8 +111,8 @@ export class WorkerProcess {
     this.healthPort = port;
     this.log('info', 'listening', { port });
     this.every(1000, () => this.heartbeat());
-    this.every(2000, () => this.sweeper.sweep().then(() => undefined));
-    this.every(1000, () => this.dispatcher.kick());
+    this.every(SWEEP_EVERY_MS.worker, () => this.system.sweeper.sweep().then(() => undefined));
+    this.every(1000, () => this.system.dispatcher.kick());
     await this.report();
     if (this.models.modelsDir) {
       await removeStagingFolders(this.models.modelsDir);
@@ -173,7 +130,7 @@ export class WorkerProcess {
     this.socket.on('open', () => void this.engine.subscribeLogs(this.socket.clientId, true).catch(() => undefined));
     await this.socket.connect();
     await this.engine.subscribeLogs(this.socket.clientId, true).catch(() => undefined);
-    const keys = jobKeys(this.config.redisPrefix);
+    const { keys } = this.system;
     this.worker = new Worker<RunPayload>(keys.queueName, (job) => this.process(job.data), {
       connection: { url: this.config.redisUrl, maxRetriesPerRequest: null } as never,
       prefix: keys.bullPrefix,
@@ -186,7 +143,7 @@ export class WorkerProcess {
     this.worker.on('error', (err) => this.log('warn', 'queue error', { err: err.message }));
     this.state = 'idle';
     await this.report();
-    await this.dispatcher.kick();
+    await this.system.dispatcher.kick();
     // The health port again: whoever waits for "ready" also learns where /metrics and /readyz are.
     this.log('info', 'ready', { engine: this.config.worker.engineUrl, port: this.healthPort });
   }
@@ -197,7 +154,7 @@ export class WorkerProcess {
    */
   private async publishDefinitions(): Promise<void> {
     if (!this.engineReady) return;
-    const keys = jobKeys(this.config.redisPrefix);
+    const { keys } = this.system;
     // Files staged for a running job show in the engine's model lists: no tenant may see them.
     const definitions = withoutStagedNames(await this.engine.objectInfo());
     this.definitions = definitions;
@@ -249,7 +206,7 @@ export class WorkerProcess {
       }
       this.state = this.stopping ? 'stopping' : 'idle';
       void this.report().catch(() => undefined);
-      if (!this.stopping) void this.dispatcher.kick().catch(() => undefined);
+      if (!this.stopping) void this.system.dispatcher.kick().catch(() => undefined);
     }
   }
 
@@ -284,7 +241,7 @@ export class WorkerProcess {
 
   private report(): Promise<void> {
     setEngineReady(this.id, this.engineReady);
-    return this.registry.report({ id: this.id, state: this.state, jobId: this.runner.currentJobId, stage: this.runner.stage, engineReady: this.engineReady });
+    return this.system.registry.report({ id: this.id, state: this.state, jobId: this.runner.currentJobId, stage: this.runner.stage, engineReady: this.engineReady });
   }
 
   private async readiness(): Promise<Record<string, string>> {
@@ -305,9 +262,9 @@ export class WorkerProcess {
     this.runner.shutdown();
     await this.worker?.close();
     for (const t of this.timers) clearInterval(t);
-    await this.registry.remove(this.id).catch(() => undefined);
+    await this.system.registry.remove(this.id).catch(() => undefined);
     await this.socket.close().catch(() => undefined);
-    await this.queue.close().catch(() => undefined);
+    await this.system.queue.close().catch(() => undefined);
     this.subscriber.disconnect();
     this.redis.disconnect();
     await this.db.$disconnect();

@@ -3,9 +3,11 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
+import type { Queue } from 'bullmq';
 import type { Config } from '#libs/config';
+import type { RunPayload } from '#libs/jobs';
 import { AuthFailures } from '../auth/index.js';
-import { JobPipeline } from '../jobs/job-pipeline.js';
+import { RUN_QUEUE } from '../jobs/job-system.providers.js';
 import { operatorGate } from './operator-gate.js';
 
 export function queueDashboardPath(config: Config): string {
@@ -24,11 +26,11 @@ export function queueDashboardPath(config: Config): string {
 export async function mountQueueDashboard(app: NestFastifyApplication, config: Config): Promise<void> {
   if (!config.operatorToken) return;
   const prefix = queueDashboardPath(config);
-  const pipeline = app.get(JobPipeline);
+  const queue = app.get<Queue<RunPayload>>(RUN_QUEUE);
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(prefix);
   createBullBoard({
-    queues: [new BullMQAdapter(pipeline.queue, { readOnlyMode: true, description: 'Runs handed to workers by the fair dispatcher' })],
+    queues: [new BullMQAdapter(queue, { readOnlyMode: true, description: 'Runs handed to workers by the fair dispatcher' })],
     serverAdapter,
     options: { uiConfig: { boardTitle: 'comfy-cloud queues' } },
   });

@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
+import { componentLogger } from '#libs/logging';
 import { CONFIG, REDIS } from '../core/tokens.js';
 
 // Brute-force guard: failed authentications are counted per client address in Redis, so the count
@@ -39,7 +40,7 @@ export function clientAddress(request: IncomingMessage, hops: number): string {
 
 @Injectable()
 export class AuthFailures {
-  private readonly logger = new Logger('AuthFailures');
+  private readonly logger = componentLogger('AuthFailures');
   private readonly blockedUntil = new Map<string, number>();
   private readonly clearUntil = new Map<string, number>();
 

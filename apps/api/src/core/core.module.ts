@@ -2,6 +2,7 @@ import { Global, Inject, Module, type OnApplicationShutdown } from '@nestjs/comm
 import { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
 import { createPrismaClient, type Db } from '#libs/db';
+import { JobStore } from '#libs/jobs';
 import { createBlobStore } from '#libs/storage';
 import { Draining } from './draining.js';
 import { BLOB_STORE, CONFIG, DB, REDIS } from './tokens.js';
@@ -29,9 +30,11 @@ export class CoreModule implements OnApplicationShutdown {
             new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 2, lazyConnect: false, enableAutoPipelining: true }),
         },
         { provide: BLOB_STORE, useFactory: () => createBlobStore(config) },
+        // The owner of the jobs table: every service reads and writes jobs through it.
+        { provide: JobStore, useFactory: (db: Db) => new JobStore(db), inject: [DB] },
         Draining,
       ],
-      exports: [CONFIG, DB, REDIS, BLOB_STORE, Draining],
+      exports: [CONFIG, DB, REDIS, BLOB_STORE, JobStore, Draining],
     };
   }
 

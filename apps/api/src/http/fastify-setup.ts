@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import { LogController, type FastifyHttpOptions, type FastifyInstance } from 'fastify';
 import type { Config } from '#libs/config';
+import { loggerOptions } from '#libs/logging';
 import { httpRequestObserved } from '#libs/metrics';
 import type { Draining } from '../core/draining.js';
 import { setServiceRequestId } from '../router/index.js';
@@ -65,18 +66,13 @@ export function fastifyOptions(config: Config): FastifyHttpOptions<Server> {
     // database are still there) and its answer closes the connection; Fastify's own 503 would not
     // be in the error envelope.
     return503OnClosing: false,
-    logger: {
+    // The shared pino options (libs/logging: level and redaction as every process has them).
+    logger: loggerOptions({
       level: config.logLevel,
-      redact: {
-        // `*.headers` covers plugins that log the request headers under their own key (multipart's
-        // busboyOptions at trace level).
-        paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'headers.authorization', 'headers["x-api-key"]', 'headers.cookie', '*.headers.authorization', '*.headers["x-api-key"]', '*.headers.cookie'],
-        censor: '[redacted]',
-      },
       serializers: {
         req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: redactUrl(req.url) }),
       },
-    },
+    }),
   };
 }
 

@@ -1,11 +1,5 @@
 import type { PipeTransform } from '@nestjs/common';
-import { ApiError } from '#libs/contracts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: unknown): value is string {
-  return typeof value === 'string' && UUID.test(value);
-}
+import { ApiError, isUuid } from '#libs/contracts';
 
 /**
  * Path ids are UUIDs. Anything else names no job or asset, so it answers exactly as a missing one

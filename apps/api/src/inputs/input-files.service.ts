@@ -2,11 +2,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import { notExpired } from '#libs/assets';
 import { isStorableText } from '#libs/contracts';
 import type { Db } from '#libs/db';
-import type { EngineModels } from '#libs/jobs';
+import type { EngineModels, EngineReportCache } from '#libs/jobs';
 import { EMBEDDINGS_FOLDER, MODELS_PREFIX, embeddingMentions, matchEmbedding, modelFilePath, parseModelPath } from '#libs/models';
 import { isAssetRef, type ApiWorkflow, type NodeDefinitions } from '#libs/workflow';
 import { DB } from '../core/tokens.js';
-import { JobPipeline } from '../jobs/job-pipeline.js';
+import { ENGINE_MODELS } from '../jobs/job-system.providers.js';
 import { parseFileValue } from '../v1/files/file-names.js';
 import { fileKind, fileValues, inputEntry, withFileChoices, type FileKind } from './file-inputs.js';
 import { tenantModels, TenantModels } from './model-files.js';
@@ -58,7 +58,7 @@ function fitsKind(contentType: string, kind: FileKind): boolean {
 export class InputFiles {
   constructor(
     @Inject(DB) private readonly db: Db,
-    private readonly pipeline: JobPipeline,
+    @Inject(ENGINE_MODELS) private readonly modelReports: EngineReportCache<EngineModels>,
   ) {}
 
   /** The account's model files (its uploads under `models/<folder>/`). */
@@ -68,7 +68,7 @@ export class InputFiles {
 
   /** The engines' model folders and files as last reported; null until one has. */
   engineModels(): Promise<EngineModels | null> {
-    return this.pipeline.models.get();
+    return this.modelReports.get();
   }
 
   private async modelInputs(defs: NodeDefinitions): Promise<ModelInputs> {

@@ -1,4 +1,5 @@
 import type { Job } from '#libs/db';
+import { fakeJobStore } from '../../../../test/support/fake-job-store.js';
 import { JobControl } from './job-control.service.js';
 
 // A cancel moves the row to `canceling` first and then tells the worker through Redis. If Redis
@@ -8,32 +9,21 @@ import { JobControl } from './job-control.service.js';
 const JOB_ID = '00000000-0000-4000-8000-000000000002';
 
 function world() {
-  let row = { id: JOB_ID, accountId: 'account', status: 'running' } as Job;
   const told: string[] = [];
   let redisDown = true;
-  const db = {
-    job: {
-      update: async ({ where, data }: { where: { status: { in: string[] } }; data: { status: Job['status'] } }) => {
-        if (!where.status.in.includes(row.status)) throw Object.assign(new Error('no row'), { code: 'P2025' });
-        row = { ...row, status: data.status };
-        return row;
-      },
-      findUnique: async () => row,
+  const jobs = fakeJobStore([{ id: JOB_ID, accountId: 'account', status: 'running' } as Job]);
+  const keys = { cancelFlag: (id: string) => `cancel:${id}`, cancelChannel: 'cancels' };
+  const redis = {
+    set: async () => {
+      if (redisDown) throw new Error('Connection is closed.');
+      return 'OK';
     },
+    publish: async (_channel: string, id: string) => told.push(id),
   };
-  const pipeline = {
-    keys: { cancelFlag: (id: string) => `cancel:${id}`, cancelChannel: 'cancels' },
-    redis: {
-      set: async () => {
-        if (redisDown) throw new Error('Connection is closed.');
-        return 'OK';
-      },
-      publish: async (_channel: string, id: string) => told.push(id),
-    },
-    events: { append: async () => '1-0' },
-  };
-  const control = new JobControl(db as never, { jobs: { creditsPerSecond: 1 } } as never, pipeline as never);
-  return { control, told, row: () => row, redisBack: () => (redisDown = false) };
+  const events = { append: async () => '1-0' };
+  const unused = {} as never;
+  const control = new JobControl(jobs, { jobs: { creditsPerSecond: 1 } } as never, unused, unused, events as never, unused, redis as never, keys as never);
+  return { control, told, row: () => jobs.rows.get(JOB_ID)!, redisBack: () => (redisDown = false) };
 }
 
 describe('JobControl.cancel', () => {

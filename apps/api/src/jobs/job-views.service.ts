@@ -1,120 +1,30 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
-import { ApiError, parseLosslessJson, type JobView } from '#libs/contracts';
-import { Prisma, type Account, type Db, type Deployment, type Job, type JobStatus } from '#libs/db';
+import { ApiError, type JobView } from '#libs/contracts';
+import type { Db, Job, JobStatus } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
+import { componentLogger } from '#libs/logging';
 import { BLOB_STORE, CONFIG, DB } from '../core/tokens.js';
 import { requestOrigin } from '../http/request-origin.js';
 import { linkBase } from '../surface/request-scope.js';
-import { JobPipeline } from './job-pipeline.js';
-import { assetSigner, jobColumns, jobFromRow, jobUrls, renderJob, type JobWithOutputs, type SignAsset } from '#libs/jobs';
+import { assetSigner, jobUrls, JobStore, QueuePositions, renderJob, type JobPageQuery, type JobScope, type JobWithOutputs, type SignAsset } from '#libs/jobs';
 
-export type { JobWithOutputs };
-
-/**
- * Whose jobs a request sees: the account's, and on the deployment surface only the addressed
- * deployment's, so that a deployment's API reads, lists and cancels nothing else of the account
- * (its cloud jobs, another deployment's). `deploymentId: null` (cloud, self-hosted) does not filter.
- * A bare account id is the account's jobs unfiltered.
- */
-export interface JobScope {
-  accountId: string;
-  deploymentId: string | null;
-}
-
-/** The jobs a request on `deployment` (null off the deployment surface) may see. */
-export function scopeOf(account: Pick<Account, 'id'>, deployment: Pick<Deployment, 'id'> | null): JobScope {
-  return { accountId: account.id, deploymentId: deployment?.id ?? null };
-}
-
-/** `inScope` for queries through Prisma's client, so that v1's queue and history filter as v2 does. */
-export function scopeWhere(scope: JobScope): Prisma.JobWhereInput {
-  return { accountId: scope.accountId, ...(scope.deploymentId === null ? {} : { deploymentId: scope.deploymentId }) };
-}
-
-/** The condition on `jobs j` that keeps a read within its scope. */
-function inScope(owner: string | JobScope): Prisma.Sql {
-  const { accountId, deploymentId } = typeof owner === 'string' ? { accountId: owner, deploymentId: null } : owner;
-  const deployment = deploymentId === null ? Prisma.empty : Prisma.sql`AND j.deployment_id = ${deploymentId}`;
-  return Prisma.sql`j.account_id = ${accountId}::uuid ${deployment}`;
-}
-
-/** One page of the caller's jobs, newest first; `after` is the last job of the previous page. */
-export interface JobPageQuery {
-  limit: number;
-  statuses: JobStatus[] | null;
-  after: { t: string; id: string } | null;
-}
-
-/** A job's outputs with their assets and blobs, as one JSON array column of the job's row. */
-const OUTPUTS_OF_J = Prisma.sql`(
-  SELECT coalesce(json_agg(json_build_object(
-    'id', o.id, 'job_id', o.job_id, 'asset_id', o.asset_id, 'node_id', o.node_id, 'type', o.type,
-    'engine_key', o.engine_key, 'engine_type', o.engine_type, 'name', o.name,
-    'blob_hash', a.blob_hash, 'content_type', a.content_type, 'file_path', a.file_path, 'size_bytes', b.size_bytes,
-    'expires_at', a.expires_at
-  ) ORDER BY o.id), '[]')
-  FROM job_outputs o
-  LEFT JOIN assets a ON a.id = o.asset_id
-  LEFT JOIN blobs b ON b.hash = a.blob_hash
-  WHERE o.job_id = j.id) AS outputs_json`;
-
-type JobRowWithOutputs = Record<string, unknown> & { outputs_json: OutputRow[] };
-
-interface OutputRow {
-  id: number;
-  job_id: string;
-  asset_id: string;
-  node_id: string;
-  type: string;
-  engine_key: string;
-  engine_type: string;
-  name: string;
-  blob_hash: string;
-  content_type: string;
-  file_path: string;
-  size_bytes: number;
-  /** The asset's retention (json_build_object writes timestamps as ISO text); null: kept. */
-  expires_at: string | null;
-}
-
-function withOutputs(row: JobRowWithOutputs): JobWithOutputs {
-  const { outputs_json: outputs, ...jobRow } = row;
-  return { ...jobFromRow(jobRow), outputs: outputs.map(outputFromRow) };
-}
-
-/** An output row of the one-query read in the shape `outputView` takes. */
-function outputFromRow(o: OutputRow): JobWithOutputs['outputs'][number] {
-  return {
-    id: BigInt(o.id),
-    jobId: o.job_id,
-    assetId: o.asset_id,
-    nodeId: o.node_id,
-    type: o.type,
-    engineKey: o.engine_key,
-    engineType: o.engine_type,
-    name: o.name,
-    asset: {
-      blobHash: o.blob_hash,
-      contentType: o.content_type,
-      filePath: o.file_path,
-      expiresAt: o.expires_at === null ? null : new Date(o.expires_at),
-      blob: { sizeBytes: BigInt(o.size_bytes) },
-    },
-  } as unknown as JobWithOutputs['outputs'][number];
-}
+export type { JobPageQuery, JobScope, JobWithOutputs };
+export { scopeOf, scopeWhere } from '#libs/jobs';
 
 /** Renders jobs and outputs as the contract shapes them, with links a client can follow as given. */
 @Injectable()
 export class JobViews {
-  private readonly logger = new Logger('JobViews');
+  private readonly logger = componentLogger('JobViews');
 
   constructor(
-    @Inject(DB) private readonly db: Db,
+    private readonly jobs: JobStore,
     @Inject(CONFIG) private readonly config: Config,
     @Inject(BLOB_STORE) private readonly store: BlobStore,
-    private readonly pipeline: JobPipeline,
+    private readonly positions: QueuePositions,
+    // Assets only (an output event's asset): jobs are read through the store.
+    @Inject(DB) private readonly db: Db,
   ) {}
 
   /**
@@ -129,11 +39,7 @@ export class JobViews {
 
   /** As `find`, with null for a job the caller does not have (v1 answers those its own way). */
   async findOrNull(scope: string | JobScope, jobId: string): Promise<JobWithOutputs | null> {
-    const rows = await this.db.$queryRaw<JobRowWithOutputs[]>`
-      SELECT ${jobColumns('j')}, ${OUTPUTS_OF_J}
-      FROM jobs j
-      WHERE j.id = ${jobId}::uuid AND ${inScope(scope)}`;
-    return rows[0] ? withOutputs(rows[0]) : null;
+    return this.jobs.findInScope(scope, jobId);
   }
 
   /**
@@ -141,24 +47,29 @@ export class JobViews {
    * integers beyond 2^53 keep every digit; not found like `find`.
    */
   async workflow(scope: string | JobScope, jobId: string): Promise<unknown> {
-    const rows = await this.db.$queryRaw<{ text: string }[]>`
-      SELECT coalesce(j.submitted_workflow, j.workflow)::text AS text FROM jobs j
-      WHERE j.id = ${jobId}::uuid AND ${inScope(scope)}`;
-    if (!rows[0]) throw ApiError.notFound('job');
-    return parseLosslessJson(rows[0].text);
+    const found = await this.jobs.workflowInScope(scope, jobId);
+    if (!found) throw ApiError.notFound('job');
+    return found.value;
   }
 
   /** One page of the caller's jobs with their outputs, in one query; `limit + 1` rows at most. */
   async page(scope: string | JobScope, q: JobPageQuery): Promise<JobWithOutputs[]> {
-    const statuses = q.statuses ? Prisma.sql`AND j.status = ANY(${q.statuses}::"JobStatus"[])` : Prisma.empty;
-    const after = q.after ? Prisma.sql`AND (j.created_at, j.id) < (${new Date(q.after.t)}, ${q.after.id}::uuid)` : Prisma.empty;
-    const rows = await this.db.$queryRaw<JobRowWithOutputs[]>`
-      SELECT ${jobColumns('j')}, ${OUTPUTS_OF_J}
-      FROM jobs j
-      WHERE ${inScope(scope)} ${statuses} ${after}
-      ORDER BY j.created_at DESC, j.id DESC
-      LIMIT ${q.limit + 1}`;
-    return rows.map(withOutputs);
+    return this.jobs.page(scope, q);
+  }
+
+  /** How many of the scope's jobs wait or run (v1's queue_remaining). */
+  countInFlight(scope: JobScope): Promise<number> {
+    return this.jobs.countInFlight(scope);
+  }
+
+  /** The scope's jobs in these statuses (those of `ids` when given), oldest first. */
+  list(scope: JobScope, statuses: JobStatus[], ids: string[] | null = null): Promise<Job[]> {
+    return this.jobs.listInScope(scope, statuses, ids);
+  }
+
+  /** The scope's v1 history page (see JobStore.history). */
+  history(scope: JobScope, take: number, offset: number): Promise<JobWithOutputs[]> {
+    return this.jobs.history(scope, take, offset);
   }
 
   /** Output links signed for the origin this request used (worked out only when a job has outputs). */
@@ -213,7 +124,7 @@ export class JobViews {
   private async newJobPositions(job: { id: string; createdAt: Date }): Promise<Map<string, number>> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.pipeline.queuePositions([job]);
+        return await this.positions.of([job]);
       } catch (err) {
         if (attempt >= 3) {
           this.logger.warn(`queue position of the new job ${job.id} not counted: ${(err as Error).message}`);
@@ -226,7 +137,7 @@ export class JobViews {
 
   /** Several jobs; the queue positions of one page are all counted as of the same moment. */
   async renderMany(jobs: JobWithOutputs[], request: FastifyRequest): Promise<JobView[]> {
-    const positions = await this.pipeline.queuePositions(jobs.filter((job) => job.status === 'queued'));
+    const positions = await this.positions.of(jobs.filter((job) => job.status === 'queued'));
     return Promise.all(jobs.map((job) => this.renderOne(job, positions, request)));
   }
 

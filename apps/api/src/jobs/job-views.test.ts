@@ -3,7 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import type { Db, Job } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
-import type { JobPipeline } from './job-pipeline.js';
+import type { QueuePositions } from '#libs/jobs';
+import { fakeJobStore } from '../../../../test/support/fake-job-store.js';
 import { JobViews, type JobWithOutputs } from './job-views.service.js';
 
 // The answer to a submission once its job exists: a database failure while rendering it must not
@@ -28,22 +29,22 @@ const inserted = {
   executionMs: null,
 } as unknown as Job;
 
-function views(pipeline: Partial<JobPipeline>, find?: JobViews['find']): JobViews {
-  const v = new JobViews({} as Db, config, {} as BlobStore, pipeline as JobPipeline);
-  if (find) v.find = find;
-  return v;
+/** The views over a store holding `row` now (read back after a wait), or failing its reads (`read`). */
+function views(positions: Partial<QueuePositions>, read?: { row: Job } | { fails: () => Promise<never> }): JobViews {
+  const jobs = fakeJobStore(read && 'row' in read ? [read.row] : [], read && 'fails' in read ? { findInScope: read.fails } : {});
+  return new JobViews(jobs, config, {} as BlobStore, positions as QueuePositions, {} as Db);
 }
 
 beforeAll(() => Logger.overrideLogger(false));
 
 describe('JobViews.renderCreated', () => {
   it('answers the job with its queue position', async () => {
-    const view = await views({ queuePositions: async () => new Map([[inserted.id, 4]]) }).renderCreated(inserted, request, false);
+    const view = await views({ of: async () => new Map([[inserted.id, 4]]) }).renderCreated(inserted, request, false);
     expect(view).toMatchObject({ id: inserted.id, status: 'queued', queue_position: 4, outputs: [], urls: { self: `/base/api/v2/jobs/${inserted.id}` } });
   });
 
   it('answers the job, at position 0, when the position cannot be counted: never null while queued', async () => {
-    const view = await views({ queuePositions: down }).renderCreated(inserted, request, false);
+    const view = await views({ of: down }).renderCreated(inserted, request, false);
     expect(view).toMatchObject({ id: inserted.id, status: 'queued', queue_position: 0, created_at: '2026-11-22T10:00:00.000Z' });
   });
 
@@ -54,18 +55,18 @@ describe('JobViews.renderCreated', () => {
       counted++;
       return new Map<string, number>();
     };
-    const view = await views({ queuePositions: count }, async () => done).renderCreated(inserted, request, true);
+    const view = await views({ of: count }, { row: done }).renderCreated(inserted, request, true);
     expect(view).toMatchObject({ status: 'succeeded', queue_position: null, completed_at: '2026-11-22T10:00:01.000Z' });
     expect(counted).toBe(0);
   });
 
   it('after a wait, answers the job as inserted when it cannot be read back', async () => {
-    const view = await views({ queuePositions: async () => new Map([[inserted.id, 0]]) }, down).renderCreated(inserted, request, true);
+    const view = await views({ of: async () => new Map([[inserted.id, 0]]) }, { fails: down }).renderCreated(inserted, request, true);
     expect(view).toMatchObject({ id: inserted.id, status: 'queued', queue_position: 0 });
   });
 
   it('with the database gone altogether, still answers the job', async () => {
-    const view = await views({ queuePositions: down }, down).renderCreated(inserted, request, true);
+    const view = await views({ of: down }, { fails: down }).renderCreated(inserted, request, true);
     expect(view).toMatchObject({ id: inserted.id, status: 'queued', queue_position: 0 });
   });
 });

@@ -4,15 +4,14 @@ import { stringify as stableStringify } from 'safe-stable-stringify';
 import { maxCancelAfterSeconds } from '#libs/accounts';
 import { notExpired } from '#libs/assets';
 import type { Config } from '#libs/config';
-import { ApiError, copyJson, isRawJson } from '#libs/contracts';
+import { ApiError, copyJson, isRawJson, isUuid } from '#libs/contracts';
 import type { Account, Db, Deployment, Job } from '#libs/db';
+import { EngineReportCache, ExtraDataVault, InsertBatcher, JobEventLog, JobStore, type NewJobRow } from '#libs/jobs';
 import { assetRefIds, isAssetRef, validateWorkflow, workflowFormat, type ApiWorkflow, type NodeDefinitions, type ValidationOutcome } from '#libs/workflow';
 import { CONFIG, DB } from '../core/tokens.js';
-import { isUuid } from '../http/uuid.pipe.js';
 import { withoutFileChoices } from '../inputs/file-inputs.js';
 import { InputFiles } from '../inputs/input-files.service.js';
-import { InsertBatcher, type NewJobRow } from './insert-batcher.js';
-import { JobPipeline } from './job-pipeline.js';
+import { NODE_DEFINITIONS, Scheduling } from './job-system.providers.js';
 import { checkPinnedStructure } from './deployment-rules.js';
 import { jobDeadlines } from './job-deadlines.js';
 
@@ -87,16 +86,20 @@ export class SubmissionService {
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(CONFIG) private readonly config: Config,
-    private readonly pipeline: JobPipeline,
     private readonly inputs: InputFiles,
+    private readonly jobs: JobStore,
+    private readonly vault: ExtraDataVault,
+    private readonly events: JobEventLog,
+    private readonly scheduling: Scheduling,
+    @Inject(NODE_DEFINITIONS) private readonly nodeDefinitions: EngineReportCache<NodeDefinitions>,
   ) {
-    this.batcher = new InsertBatcher(db);
+    this.batcher = new InsertBatcher(jobs);
   }
 
   private readonly batcher: InsertBatcher;
 
   async definitions(): Promise<NodeDefinitions> {
-    const defs = await this.pipeline.definitions.get();
+    const defs = await this.nodeDefinitions.get();
     if (defs) return defs;
     throw new ApiError('service_unavailable', 'No engine has reported its node definitions yet; retry shortly.', undefined, { 'retry-after': '5' });
   }
@@ -146,12 +149,12 @@ export class SubmissionService {
     const jobId = req.jobId ?? randomUUID();
     // A client-chosen id (v1 `prompt_id`) may name another job, another account's too: refuse it
     // before anything is stored under it, or that job's sealed extra_data would be replaced or deleted.
-    if (req.jobId && (await this.db.job.findUnique({ where: { id: jobId }, select: { id: true } }))) throw idTaken();
+    if (req.jobId && (await this.jobs.exists(jobId))) throw idTaken();
     const now = Date.now();
     const cfg = this.config.jobs;
     // Secrets first: a job a worker can pick up must already find its extra_data.
     if (req.extraData && Object.keys(req.extraData).length > 0) {
-      await this.pipeline.vault.put(jobId, req.extraData, cfg.queueTimeoutSeconds + cfg.executionTimeoutSeconds + 600);
+      await this.vault.put(jobId, req.extraData, cfg.queueTimeoutSeconds + cfg.executionTimeoutSeconds + 600);
     }
     const row: NewJobRow = {
       id: jobId,
@@ -192,17 +195,17 @@ export class SubmissionService {
         }
       }
     } catch (err) {
-      if (ours) await this.pipeline.vault.delete(jobId).catch(() => undefined);
+      if (ours) await this.vault.delete(jobId).catch(() => undefined);
       throw err;
     }
     if (!job) {
-      await this.pipeline.vault.delete(jobId).catch(() => undefined);
+      await this.vault.delete(jobId).catch(() => undefined);
       throw new ApiError('service_unavailable', 'The job could not be recorded; retry.', undefined, { 'retry-after': '1' });
     }
     // Not waited for: the dispatcher's first command leaves on the same connection after it, so the
     // job's 'queued' event is in its log before any worker can pick it up and log 'running'.
-    void this.pipeline.events.append(job.id, account.id, 'status', { status: 'queued', queue_position: null }).catch(() => undefined);
-    this.pipeline.kick();
+    void this.events.append(job.id, account.id, 'status', { status: 'queued', queue_position: null }).catch(() => undefined);
+    this.scheduling.kick();
     return job;
   }
 
@@ -214,10 +217,10 @@ export class SubmissionService {
    * surface, the key is another request's, and this deployment first answers as it stands.
    */
   private async refuseUsedKey(account: Account, { key, hash, deployment }: { key: string; hash: string; deployment: Deployment | null }): Promise<void> {
-    const record = await this.db.idempotencyRecord.findUnique({ where: { accountId_key: { accountId: account.id, key } }, include: { job: { select: { deploymentId: true } } } });
+    const record = await this.jobs.idempotencyRecord(account.id, key);
     if (!record) return;
     if (record.expiresAt.getTime() <= Date.now()) {
-      await this.db.idempotencyRecord.deleteMany({ where: { accountId: account.id, key, expiresAt: { lte: new Date() } } });
+      await this.jobs.dropExpiredKey(account.id, key);
       return;
     }
     if (record.job.deploymentId !== (deployment?.id ?? null)) {

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Db } from '#libs/db';
+import type { Queue } from 'bullmq';
+import { JobStore, type RunPayload } from '#libs/jobs';
 import { ProcessMetrics, setJobCounts, setQueueDepth } from '#libs/metrics';
-import { DB } from '../core/tokens.js';
-import { JobPipeline } from '../jobs/job-pipeline.js';
+import { RUN_QUEUE } from '../jobs/job-system.providers.js';
 
 const SCRAPE_QUERY_TIMEOUT_MS = 2_000;
 
@@ -22,25 +22,19 @@ export class ApiMetrics {
   readonly metrics = new ProcessMetrics('api');
 
   constructor(
-    @Inject(DB) private readonly db: Db,
-    private readonly pipeline: JobPipeline,
+    private readonly jobs: JobStore,
+    @Inject(RUN_QUEUE) private readonly queue: Queue<RunPayload>,
   ) {
     this.metrics.addCollector(() => this.collectJobs());
   }
 
   private async collectJobs(): Promise<void> {
-    const [[counts], bullWaiting] = await Promise.all([
-      withTimeout(
-        this.db.$queryRaw<{ by_status: Record<string, number>; undispatched: number }[]>`
-          SELECT (SELECT coalesce(json_object_agg(status, n), '{}')
-                  FROM (SELECT status::text, sum(n)::int AS n FROM job_status_counts GROUP BY status) s) AS by_status,
-                 -- Queued and not yet handed to the run queue.
-                 (SELECT coalesce(sum(waiting), 0)::int FROM job_queue_counts) AS undispatched`,
-      ),
+    const [counts, bullWaiting] = await Promise.all([
+      withTimeout(this.jobs.counts()),
       // Handed to the run queue but not yet taken by a worker.
-      withTimeout(this.pipeline.queue.getWaitingCount()).catch(() => 0),
+      withTimeout(this.queue.getWaitingCount()).catch(() => 0),
     ]);
-    setJobCounts(counts!.by_status);
-    setQueueDepth(counts!.undispatched + bullWaiting);
+    setJobCounts(counts.by_status);
+    setQueueDepth(counts.undispatched + bullWaiting);
   }
 }

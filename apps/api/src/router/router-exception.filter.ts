@@ -1,6 +1,7 @@
-import { type ArgumentsHost, Catch, type ExceptionFilter, Inject, Logger } from '@nestjs/common';
+import { type ArgumentsHost, Catch, type ExceptionFilter, Inject } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
+import { componentLogger } from '#libs/logging';
 import { CONFIG } from '../core/tokens.js';
 import { clientHungUp, sendError, toErrorShape } from '../http/error-body.js';
 import { RouterError, RouterValidationError } from './errors.js';
@@ -8,7 +9,7 @@ import { RouterError, RouterValidationError } from './errors.js';
 /** Router errors leave as RouterErrorResponse (or the 422 validation body); the rest as the app maps them. */
 @Catch()
 export class RouterExceptionFilter implements ExceptionFilter {
-  private readonly logger = new Logger('Router');
+  private readonly logger = componentLogger('Router');
 
   constructor(@Inject(CONFIG) private readonly config: Config) {}
 

@@ -1,6 +1,5 @@
-import { isStorableText } from '#libs/contracts';
+import { isStorableText, isUuid } from '#libs/contracts';
 import { BadBody, parseJsonObject } from './http/engine-body.js';
-import { isUuid } from './files/file-names.js';
 
 export interface PromptRequest {
   prompt: unknown;

@@ -1,19 +1,17 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '#libs/contracts';
-import type { Account, Db, Job } from '#libs/db';
+import { ApiError, isUuid } from '#libs/contracts';
+import type { Account, Job } from '#libs/db';
 import { toEngineErrorBody, validateWorkflow, workflowFormat } from '#libs/workflow';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
-import { DB } from '../core/tokens.js';
 import { InputFiles } from '../inputs/input-files.service.js';
 import { JobControl } from '../jobs/job-control.service.js';
-import { JobViews, scopeOf, scopeWhere, type JobScope } from '../jobs/job-views.service.js';
+import { JobViews, scopeOf, type JobScope } from '../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
 import { DeploymentsService } from '../surface/deployments.service.js';
-import { isUuid } from './files/file-names.js';
 import { BadBody, engineErrorBody, parseJsonObject } from './http/engine-body.js';
-import { EngineViews, HISTORY_INCLUDE } from './jobs/engine-views.js';
+import { EngineViews } from './jobs/engine-views.js';
 import { v1Status } from './jobs/v1-status.js';
 import { parsePromptBody } from './prompt-body.js';
 
@@ -89,7 +87,6 @@ function pinnedStructureBody(message: string, problems: PinnedStructureProblems,
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1PromptsController {
   constructor(
-    @Inject(DB) private readonly db: Db,
     private readonly submissions: SubmissionService,
     private readonly control: JobControl,
     private readonly inputs: InputFiles,
@@ -163,21 +160,22 @@ export class V1PromptsController {
 
   @Get('prompt')
   async queueInfo(@CurrentAccount() account: Account, @Req() http: FastifyRequest) {
-    const remaining = await this.db.job.count({ where: { ...scopeWhere(await this.scope(account, http)), status: { in: [...IN_FLIGHT] } } });
+    const remaining = await this.jobs.countInFlight(await this.scope(account, http));
     return { exec_info: { queue_remaining: remaining } };
   }
 
   @Get('job/:id/status')
   async status(@CurrentAccount() account: Account, @Param('id') id: string, @Req() http: FastifyRequest) {
     const scope = await this.scope(account, http);
-    const job = isUuid(id) ? await this.db.job.findFirst({ where: { id: id.toLowerCase(), ...scopeWhere(scope) }, select: { status: true, error: true } }) : null;
+    // As v2 reads a job: the same service, the same scope.
+    const job = isUuid(id) ? await this.jobs.findOrNull(scope, id.toLowerCase()) : null;
     if (!job) throw ApiError.notFound('job');
     return { status: v1Status(job) };
   }
 
   @Get('queue')
   async queue(@CurrentAccount() account: Account, @Req() http: FastifyRequest) {
-    const jobs = await this.db.job.findMany({ where: { ...scopeWhere(await this.scope(account, http)), status: { in: [...IN_FLIGHT] } }, orderBy: [{ number: 'asc' }] });
+    const jobs = await this.jobs.list(await this.scope(account, http), [...IN_FLIGHT]);
     return {
       queue_running: await this.views.queueTuples(jobs.filter((j) => j.status !== 'queued')),
       queue_pending: await this.views.queueTuples(jobs.filter((j) => j.status === 'queued')),
@@ -188,12 +186,12 @@ export class V1PromptsController {
   @Post('queue')
   @HttpCode(200)
   async manageQueue(@CurrentAccount() account: Account, @Body() raw: unknown, @Req() http: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const mine = scopeWhere(await this.scope(account, http));
+    const mine = await this.scope(account, http);
     const body = parsedOr400(reply, () => parseDeleteBody(raw));
     if (!body) return reply;
     const targets: Job[] = [];
-    if (body.ids.length > 0) targets.push(...(await this.db.job.findMany({ where: { id: { in: body.ids }, ...mine, status: { in: ['queued', 'running'] } } })));
-    if (body.clear) targets.push(...(await this.db.job.findMany({ where: { ...mine, status: 'queued' } })));
+    if (body.ids.length > 0) targets.push(...(await this.jobs.list(mine, ['queued', 'running'], body.ids)));
+    if (body.clear) targets.push(...(await this.jobs.list(mine, ['queued'])));
     for (const job of targets) await this.control.cancel(job);
     return reply.status(200).send();
   }
@@ -202,30 +200,24 @@ export class V1PromptsController {
   @Post('interrupt')
   @HttpCode(200)
   async interrupt(@CurrentAccount() account: Account, @Body() raw: unknown, @Req() http: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const mine = scopeWhere(await this.scope(account, http));
+    const mine = await this.scope(account, http);
     const body = parsedOr400(reply, () => parseJsonObject(raw));
     if (!body) return reply;
     const promptId = typeof body.prompt_id === 'string' && isUuid(body.prompt_id) ? body.prompt_id.toLowerCase() : null;
     if (body.prompt_id !== undefined && body.prompt_id !== null && !promptId) return reply.status(200).send();
-    const running = await this.db.job.findMany({ where: { ...mine, status: 'running', ...(promptId ? { id: promptId } : {}) } });
+    const running = await this.jobs.list(mine, ['running'], promptId ? [promptId] : null);
     for (const job of running) await this.control.cancel(job);
     return reply.status(200).send();
   }
 
   @Get('history')
   async history(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() http: FastifyRequest) {
-    const mine = scopeWhere(await this.scope(account, http));
+    const mine = await this.scope(account, http);
     const take = intParam(query.max_items, 200, HISTORY_MAX);
     // As the engine counts it: `offset` skips that many of the oldest; without one the page is
     // the newest `max_items`. Either way the engine lists history oldest first.
     const offset = intParam(query.offset, -1, 1_000_000);
-    const jobs = await this.db.job.findMany({
-      where: { ...mine, status: { in: [...FINISHED] }, historyHidden: false, OR: [{ startedAt: { not: null } }, { status: { in: ['failed', 'expired'] } }] },
-      orderBy: [{ number: offset < 0 ? 'desc' : 'asc' }],
-      take,
-      skip: Math.max(offset, 0),
-      include: HISTORY_INCLUDE,
-    });
+    const jobs = await this.jobs.history(mine, take, offset);
     return this.views.history(offset < 0 ? jobs.reverse() : jobs);
   }
 
@@ -248,12 +240,11 @@ export class V1PromptsController {
   @Post('history')
   @HttpCode(200)
   async manageHistory(@CurrentAccount() account: Account, @Body() raw: unknown, @Req() http: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const mine = scopeWhere(await this.scope(account, http));
+    const mine = await this.scope(account, http);
     const body = parsedOr400(reply, () => parseDeleteBody(raw));
     if (!body) return reply;
-    const inHistory = { ...mine, status: { in: [...FINISHED] }, historyHidden: false };
-    if (body.clear) await this.db.job.updateMany({ where: inHistory, data: { historyHidden: true } });
-    if (body.ids.length > 0) await this.db.job.updateMany({ where: { ...inHistory, id: { in: body.ids } }, data: { historyHidden: true } });
+    if (body.clear) await this.control.hideFromHistory(mine, null);
+    if (body.ids.length > 0) await this.control.hideFromHistory(mine, body.ids);
     return reply.status(200).send();
   }
 }

@@ -1,11 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Config } from '#libs/config';
-import { ApiError } from '#libs/contracts';
+import { ApiError, isUuid } from '#libs/contracts';
 import type { Db, WebhookDelivery, WebhookEndpoint } from '#libs/db';
 import type { OutboundPolicy } from '#libs/outbound';
 import { ROTATION_OVERLAP_MS, WAKE_CHANNEL, newEndpointSecret, recordTestEvent, sealEndpointSecret } from '#libs/webhooks';
 import { CONFIG, DB } from '../core/tokens.js';
-import { isUuid } from '../http/uuid.pipe.js';
 import { pageCursor, parsePageCursor, parsePageLimit, type PageAfter } from '../v2/paging.js';
 import type { EndpointInput, EndpointPatch } from './endpoint-body.js';
 

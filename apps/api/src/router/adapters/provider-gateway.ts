@@ -1,5 +1,6 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { Config } from '#libs/config';
+import { componentLogger } from '#libs/logging';
 import { CONFIG } from '../../core/tokens.js';
 import { MediaRehostService, type MediaTarget } from '../media/media-rehost.service.js';
 import { errorResult, type AdapterKind, type GenerationResult, type ProviderAdapter, type ProviderInput, type UpstreamModel } from './adapter.js';
@@ -24,7 +25,7 @@ const MIN_SECRET = 6;
  */
 @Injectable()
 export class ProviderGateway {
-  private readonly logger = new Logger('RouterProviders');
+  private readonly logger = componentLogger('RouterProviders');
   private readonly adapters: Record<AdapterKind, ProviderAdapter>;
   private readonly warnedUnconfigured = new Set<string>();
 

@@ -1,5 +1,6 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { Account } from '#libs/db';
+import { componentLogger } from '#libs/logging';
 import { toErrorShape } from '../../http/error-body.js';
 import { errorResult, validationResult } from '../adapters/index.js';
 import { CatalogService, type CatalogModel } from '../catalog/catalog.service.js';
@@ -16,7 +17,7 @@ export type { CallerFate, CallInput, CallReply } from './call.js';
 /** One router call from its request to its reply: the model, its input, then dispatch or a keyed retry. */
 @Injectable()
 export class CallsService {
-  private readonly logger = new Logger('RouterCalls');
+  private readonly logger = componentLogger('RouterCalls');
 
   constructor(
     private readonly catalog: CatalogService,

@@ -1,6 +1,7 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { Config } from '#libs/config';
 import type { Account } from '#libs/db';
+import { componentLogger } from '#libs/logging';
 import { Draining } from '../../core/draining.js';
 import { CONFIG } from '../../core/tokens.js';
 import { errorResult, ProviderGateway, type GenerationResult } from '../adapters/index.js';
@@ -27,7 +28,7 @@ const ENDING_SLACK_MS = 2_000;
 
 @Injectable()
 export class DispatchService {
-  private readonly logger = new Logger('RouterDispatch');
+  private readonly logger = componentLogger('RouterDispatch');
   private readonly generations = new Map<string, Generation>();
 
   constructor(

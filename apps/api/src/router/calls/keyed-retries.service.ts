@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
+import { isIdempotencyKey } from '#libs/contracts';
 import { Draining } from '../../core/draining.js';
 import type { GenerationResult } from '../adapters/index.js';
 import type { CatalogModel } from '../catalog/catalog.service.js';
@@ -16,7 +17,6 @@ import { LOST_CALL_GRACE_MS, UsageService, type KeyedRow } from './usage.service
 // by its handle when the replica running it is gone); the same key with another model or body is
 // refused with 409 and dispatches nothing. Records are kept 24 h.
 
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 export const KEY_LIFETIME_MS = 24 * 3600 * 1000;
 const REPLAYED = { 'idempotent-replayed': 'true' } as const;
 
@@ -31,7 +31,7 @@ export class KeyedRetriesService {
 
   /** A call with an Idempotency-Key: replay, join the generation already under way, or dispatch. */
   async run(input: CallInput, model: CatalogModel, key: string, attempt = 0): Promise<CallReply> {
-    if (!KEY_PATTERN.test(key)) throw new RouterError('invalid_input', 'Idempotency-Key must be 1 to 255 visible ASCII characters.');
+    if (!isIdempotencyKey(key)) throw new RouterError('invalid_input', 'Idempotency-Key must be 1 to 255 visible ASCII characters.');
     if (attempt > 3) throw new RouterError('service_unavailable', 'The Idempotency-Key is contended; retry shortly.', { 'retry-after': '1' });
     const requestHash = createHash('sha256').update(model.id).update('\n').update(input.rawBody!).digest('hex');
     let row = await this.usage.findByKey(input.account.id, key);

@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import type { Db } from '#libs/db';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { CHARGE_REASONS, chargeCtes } from '#libs/accounts';
+import { Prisma, type Db } from '#libs/db';
 import { routerCallObserved } from '#libs/metrics';
+import { componentLogger } from '#libs/logging';
 import { DB } from '../../core/tokens.js';
 import type { GenerationResult } from '../adapters/index.js';
 
@@ -12,7 +14,7 @@ import type { GenerationResult } from '../adapters/index.js';
 // never charged twice) and the balance moves in the same statement. Credits are US cents: a call
 // is charged its model's price.
 
-export const CHARGE_REASON = 'router_call';
+export const CHARGE_REASON = CHARGE_REASONS.routerCall;
 
 export interface FinalRecord {
   id: string;
@@ -80,7 +82,7 @@ interface Queued {
 
 @Injectable()
 export class UsageService implements OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
-  private readonly logger = new Logger('RouterUsage');
+  private readonly logger = componentLogger('RouterUsage');
   private readonly pending = new Set<Promise<unknown>>();
   private queue: Queued[] = [];
   private timer: NodeJS.Timeout | null = null;
@@ -234,15 +236,8 @@ export class UsageService implements OnModuleInit, OnModuleDestroy, OnApplicatio
           duration_ms = excluded.duration_ms, completed_at = excluded.completed_at
         WHERE excluded.state = 'completed' AND c.state <> 'completed' AND c.idempotency_key IS NULL AND c.request_hash IS NULL
         RETURNING c.id, c.account_id, c.cost_cents, c.charged
-      ), charge AS (
-        INSERT INTO credit_ledger (account_id, amount, reason, ref)
-        SELECT account_id, -cost_cents::bigint, ${CHARGE_REASON}, id FROM call WHERE charged
-        ON CONFLICT (reason, ref) DO NOTHING
-        RETURNING account_id, amount
-      )
-      UPDATE accounts a SET credit_balance = a.credit_balance + s.total
-      FROM (SELECT account_id, sum(amount)::bigint AS total FROM charge GROUP BY account_id) s
-      WHERE a.id = s.account_id`;
+      ), ${chargeCtes(Prisma.sql`SELECT account_id, -cost_cents::bigint, ${CHARGE_REASON}, id FROM call WHERE charged`)}
+      SELECT count(*) FROM balance`;
   }
 
   /** A keyed call's row, before dispatch; false when another call holds the key already. */
@@ -317,14 +312,7 @@ export class UsageService implements OnModuleInit, OnModuleDestroy, OnApplicatio
           completed_at = now(), idempotency_key = CASE WHEN ${keepKey} THEN idempotency_key ELSE NULL END
         WHERE id = ${id} AND state = 'running'
         RETURNING id
-      ), charge AS (
-        INSERT INTO credit_ledger (account_id, amount, reason, ref)
-        SELECT ${accountId}::uuid, ${amount}, ${CHARGE_REASON}, id FROM done WHERE ${charged}
-        ON CONFLICT (reason, ref) DO NOTHING
-        RETURNING amount
-      ), balance AS (
-        UPDATE accounts SET credit_balance = credit_balance + charge.amount FROM charge WHERE accounts.id = ${accountId}::uuid RETURNING 1
-      )
+      ), ${chargeCtes(Prisma.sql`SELECT ${accountId}::uuid, ${amount}, ${CHARGE_REASON}, id FROM done WHERE ${charged}`)}
       SELECT (SELECT count(*) FROM done)::int AS updated, (SELECT count(*) FROM balance)::int AS charged`;
     return (rows[0]?.updated ?? 0) === 1;
   }

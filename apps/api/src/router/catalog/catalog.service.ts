@@ -1,6 +1,7 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Config } from '#libs/config';
 import { Prisma, type Db, type RouterModel } from '#libs/db';
+import { componentLogger } from '#libs/logging';
 import { CONFIG, DB } from '../../core/tokens.js';
 import type { AdapterKind, UpstreamModel } from '../adapters/index.js';
 import { readCatalogFile, type CatalogEntry } from './catalog-file.js';
@@ -30,7 +31,7 @@ const CATALOG_LOCK = 7355609;
 
 @Injectable()
 export class CatalogService implements OnModuleInit, OnModuleDestroy {
-  private readonly logger = new Logger('RouterCatalog');
+  private readonly logger = componentLogger('RouterCatalog');
   private models = new Map<string, CatalogModel>();
   private refreshedAt = 0;
   private refreshing: Promise<void> | null = null;

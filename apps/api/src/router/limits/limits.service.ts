@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
 import type { Account } from '#libs/db';
 import { addInflightSpend } from '#libs/metrics';
+import { componentLogger } from '#libs/logging';
 import { CONFIG } from '../../core/tokens.js';
 import { RouterError } from '../errors.js';
 import { LimitsOutbox, type Verdict } from './limits.outbox.js';
@@ -34,7 +35,7 @@ export interface Slot {
  */
 @Injectable()
 export class LimitsService implements OnModuleInit, OnApplicationShutdown {
-  private readonly logger = new Logger('RouterLimits');
+  private readonly logger = componentLogger('RouterLimits');
   private readonly redis: Redis;
   private readonly leases = new Map<string, WorkspaceLease>();
   private timer: NodeJS.Timeout | null = null;

@@ -1,9 +1,10 @@
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { guessContentType, recordStoredAsset } from '#libs/assets';
 import type { Db } from '#libs/db';
 import { linkLifetimeSeconds, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
+import { componentLogger } from '#libs/logging';
 import { BLOB_STORE, DB } from '../../core/tokens.js';
 import { errorResult, type GenerationResult, type MediaRefs, type UpstreamModel } from '../adapters/adapter.js';
 import { UpstreamBroken, UpstreamTimeout, UpstreamUnreachable, upstreamStream } from '../adapters/upstream-http.js';
@@ -34,7 +35,7 @@ class StoreUnavailable extends Error {}
 
 @Injectable()
 export class MediaRehostService {
-  private readonly logger = new Logger('RouterMedia');
+  private readonly logger = componentLogger('RouterMedia');
 
   constructor(
     @Inject(DB) private readonly db: Db,

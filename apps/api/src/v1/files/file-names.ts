@@ -1,10 +1,10 @@
+import { isUuid } from '#libs/contracts';
 // v1 file names. Uploads live in the flat content-addressed store, so their engine-style name is
 // the blake3 hash of the bytes plus an extension: the same bytes always get the same name, and
 // a name says nothing about who uploaded it. Outputs keep the engine's file name with the job id
 // as their subfolder, which is how `/api/view` and later prompts find them.
 
 const UPLOAD_NAME = /^([0-9a-f]{64})(\.[a-z0-9]{1,10})?$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ANNOTATION = /^(.*) \[(input|output|temp)\]$/;
 
 const EXT_BY_TYPE: Record<string, string> = {
@@ -27,9 +27,6 @@ export type FileRef =
   | { kind: 'upload'; hash: string }
   | { kind: 'output'; jobId: string; name: string; type: 'output' | 'temp' };
 
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
-}
 
 /** The extension an upload keeps: the client's own when it is plain, else one for its media type. */
 export function uploadExtension(fileName: string | undefined, mimeType: string | undefined): string {

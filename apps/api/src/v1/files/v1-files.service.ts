@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { notExpired, recordUploadedAsset } from '#libs/assets';
+import { isUuid } from '#libs/contracts';
 import type { Asset, Blob, Db, JobOutput } from '#libs/db';
 import type { StoredBlob } from '#libs/storage';
 import { DB } from '../../core/tokens.js';
@@ -72,8 +73,7 @@ export class V1Files {
       }
     }
     if (ids.size === 0) return new Map();
-    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-    const assets = await this.db.asset.findMany({ where: { id: { in: [...ids].filter((i) => uuid.test(i)) } }, select: { id: true, blobHash: true, filePath: true, jobId: true } });
+    const assets = await this.db.asset.findMany({ where: { id: { in: [...ids].filter(isUuid) } }, select: { id: true, blobHash: true, filePath: true, jobId: true } });
     const names = new Map<string, string>();
     for (const a of assets) {
       const base = a.filePath.split('/').pop() ?? a.filePath;

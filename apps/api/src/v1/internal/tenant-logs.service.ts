@@ -1,10 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
-import type { Db } from '#libs/db';
 import type { LogEntry } from '#libs/engine-protocol';
-import { CONFIG, DB, REDIS } from '../../core/tokens.js';
-import { scopeWhere, type JobScope } from '../../jobs/job-views.service.js';
+import { JobStore, type JobScope } from '#libs/jobs';
+import { CONFIG, REDIS } from '../../core/tokens.js';
 
 /** The engine keeps its last 300 entries (app/logger.py); so does a tenant's log, within this many characters. */
 export const LOG_ENTRIES = 300;
@@ -32,7 +31,7 @@ export function logEntries(text: string, capturedAt: Date): LogEntry[] {
 @Injectable()
 export class TenantLogs {
   constructor(
-    @Inject(DB) private readonly db: Db,
+    private readonly jobs: JobStore,
     @Inject(REDIS) private readonly redis: Redis,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
@@ -43,13 +42,7 @@ export class TenantLogs {
     let entries = 0;
     let characters = 0;
     for (let skip = 0; entries < LOG_ENTRIES && characters < LOG_CHARACTERS; skip += JOBS_PER_READ) {
-      const jobs = await this.db.job.findMany({
-        where: { ...scopeWhere(scope), logText: { not: null }, logCapturedAt: { not: null } },
-        select: { logText: true, logCapturedAt: true },
-        orderBy: [{ logCapturedAt: 'desc' }, { id: 'desc' }],
-        skip,
-        take: JOBS_PER_READ,
-      });
+      const jobs = await this.jobs.logsInScope(scope, skip, JOBS_PER_READ);
       for (const job of jobs) {
         const lines = logEntries(job.logText!, job.logCapturedAt!);
         newestFirst.push(lines);
@@ -71,7 +64,7 @@ export class TenantLogs {
 
   /** The lines one job wrote, for subscribed sockets when it ends. */
   async ofJob(jobId: string): Promise<LogEntry[]> {
-    const job = await this.db.job.findUnique({ where: { id: jobId }, select: { logText: true, logCapturedAt: true } });
+    const job = await this.jobs.logOf(jobId);
     return job?.logText && job.logCapturedAt ? logEntries(job.logText, job.logCapturedAt) : [];
   }
 

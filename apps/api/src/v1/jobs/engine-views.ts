@@ -8,8 +8,6 @@ import { cloudEnding } from './v1-status.js';
 type Output = JobOutput & { asset: Asset & { blob: Blob } };
 export type JobForHistory = Job & { outputs: Output[] };
 
-export const HISTORY_INCLUDE = { outputs: { include: { asset: { include: { blob: true } } }, orderBy: { id: 'asc' as const } } };
-
 const TEXT_KEYS = new Set(['text', 'string', 'texts']);
 const MAX_TEXT_BYTES = 256 * 1024;
 

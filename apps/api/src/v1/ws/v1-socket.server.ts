@@ -6,12 +6,12 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Config } from '#libs/config';
 import { ApiError, errorEnvelope } from '#libs/contracts';
-import type { Db } from '#libs/db';
+import { JobStore } from '#libs/jobs';
 import { UpgradeAuth } from '../../auth/index.js';
-import { CONFIG, DB } from '../../core/tokens.js';
+import { CONFIG } from '../../core/tokens.js';
 import { upgradeOriginAllowed } from '../../http/cors.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
-import { scopeOf, scopeWhere, type JobScope } from '../../jobs/job-views.service.js';
+import { scopeOf, type JobScope } from '../../jobs/job-views.service.js';
 import { AccountLimits } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
 import { requestUrlRewriter } from '../../surface/request-scope.js';
@@ -58,7 +58,7 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
   constructor(
     private readonly adapterHost: HttpAdapterHost,
     @Inject(CONFIG) private readonly config: Config,
-    @Inject(DB) private readonly db: Db,
+    private readonly jobs: JobStore,
     private readonly auth: UpgradeAuth,
     private readonly limits: AccountLimits,
     private readonly deployments: DeploymentsService,
@@ -70,9 +70,8 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
     this.rewrite = requestUrlRewriter(config);
     this.deps = {
       fanout,
-      queueRemaining: (scope, excluding) =>
-        db.job.count({ where: { ...scopeWhere(scope), status: { in: ['queued', 'running', 'canceling'] }, ...(excluding ? { id: { not: excluding } } : {}) } }),
-      job: (jobId) => db.job.findUnique({ where: { id: jobId }, select: { id: true, status: true, error: true, progress: true, startedAt: true, completedAt: true, updatedAt: true, attempts: true, deploymentId: true } }),
+      queueRemaining: (scope, excluding) => jobs.countInFlight(scope, excluding),
+      job: (jobId) => jobs.socketView(jobId),
       logSubscribers: (accountId) => logs.subscribers(accountId),
       jobLog: (jobId) => logs.ofJob(jobId),
     };
@@ -183,8 +182,8 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
 
   /** The node that the scope's running prompt of this client id runs now, or null. */
   private async runningNode(scope: JobScope, clientId: string): Promise<string | null> {
-    const job = await this.db.job.findFirst({ where: { ...scopeWhere(scope), clientId, status: 'running' }, select: { progress: true }, orderBy: { startedAt: 'desc' } });
-    const node = (job?.progress as { current_node?: unknown } | null | undefined)?.current_node;
+    const progress = await this.jobs.runningProgress(scope, clientId);
+    const node = (progress as { current_node?: unknown } | null | undefined)?.current_node;
     return typeof node === 'string' ? node : null;
   }
 

@@ -1,7 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
-import type { Account, Db, Prisma } from '#libs/db';
+import { ledgerPage } from '#libs/accounts';
+import { JobStore } from '#libs/jobs';
+import type { Account, Db } from '#libs/db';
 import { CONFIG, DB } from '../../core/tokens.js';
 import { AccountLimits } from '../../limits/index.js';
 import { ModelStorage } from '../assets/model-storage.js';
@@ -34,21 +36,17 @@ export class AccountView {
     @Inject(CONFIG) private readonly config: Config,
     private readonly limits: AccountLimits,
     private readonly models: ModelStorage,
+    private readonly jobs: JobStore,
   ) {}
 
   async render(caller: Account, query: Record<string, unknown>) {
     const limit = parsePageLimit(query.limit);
     const after = parsePageCursor(this.config.signingSecret, PURPOSE, caller.id, query.cursor);
-    const ledger: Prisma.CreditLedgerEntryWhereInput[] = [{ accountId: caller.id }];
-    if (after) {
-      const t = new Date(after.t);
-      ledger.push({ OR: [{ createdAt: { lt: t } }, { createdAt: t, id: { lt: BigInt(after.id) } }] });
-    }
     const [account, counts, usage, entries, modelBytes] = await Promise.all([
       this.db.account.findUnique({ where: { id: caller.id } }),
-      this.db.jobQueueCount.findUnique({ where: { accountId: caller.id } }),
+      this.jobs.queueCountsOf(caller.id),
       this.limits.usage(caller),
-      this.db.creditLedgerEntry.findMany({ where: { AND: ledger }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: limit + 1 }),
+      ledgerPage(this.db, caller.id, limit, after),
       this.models.usedBytes(caller.id),
     ]);
     // Deleted between authentication and this read: as any other request of a vanished account.

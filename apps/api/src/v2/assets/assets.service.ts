@@ -1,11 +1,13 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
+import { JobStore } from '#libs/jobs';
 import { blobSurvived, notExpired, createAssetRecord, deleteAssetsAndOrphanBlobs, deleteAssetUnlessInUse, discardUnrecordedBytes, guessContentType, recordUploadedAsset, validateFilePath } from '#libs/assets';
 import type { Config } from '#libs/config';
 import { ApiError, isStorableText, type AssetView } from '#libs/contracts';
 import type { Asset, Db } from '#libs/db';
 import { formatHashRef, linkLifetimeSeconds, parseHashRef, StorageUnavailableError, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
+import { componentLogger } from '#libs/logging';
 import { BLOB_STORE, CONFIG, DB } from '../../core/tokens.js';
 import { requestOrigin } from '../../http/request-origin.js';
 import { isMediaType } from '../../http/send-blob.js';
@@ -66,13 +68,14 @@ function checkFilePath(value: string): string {
 
 @Injectable()
 export class AssetsService {
-  private readonly logger = new Logger('Assets');
+  private readonly logger = componentLogger('Assets');
 
   constructor(
     @Inject(DB) private readonly db: Db,
     @Inject(BLOB_STORE) private readonly store: BlobStore,
     @Inject(CONFIG) private readonly config: Config,
     private readonly models: ModelStorage,
+    private readonly jobs: JobStore,
   ) {}
 
   /**
@@ -240,7 +243,7 @@ export class AssetsService {
   async remove(account: { id: string }, id: string): Promise<void> {
     const asset = await this.find(account, id);
     // Throws asset_in_use while a live job uses it; false: a concurrent delete took it first.
-    if (!(await deleteAssetUnlessInUse(this.db, this.store, asset))) throw ApiError.notFound('asset');
+    if (!(await deleteAssetUnlessInUse(this.db, this.store, asset, (tx, accountId, assetId) => this.jobs.assetInUse(tx, accountId, assetId)))) throw ApiError.notFound('asset');
     await this.models.deleted(asset.filePath, asset.blobHash);
   }
 

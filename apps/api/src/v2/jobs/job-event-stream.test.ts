@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { StoredJobEvent } from '#libs/jobs';
-import { streamJobEvents, type StreamDeps } from './job-event-stream.js';
+import { JobEventStream } from './job-event-stream.js';
 
 // A failure while a live stream is delivering (the database read behind an output's links, here)
 // must end that stream, whose client then resumes with Last-Event-ID, and must not be left as an
@@ -10,20 +10,18 @@ import { streamJobEvents, type StreamDeps } from './job-event-stream.js';
 
 const JOB_ID = '00000000-0000-4000-8000-000000000001';
 
-describe('streamJobEvents when a live event cannot be sent', () => {
+describe('JobEventStream when a live event cannot be sent', () => {
   let app: FastifyInstance;
   let emit: (e: StoredJobEvent) => void;
   let slotClosed = false;
 
   beforeAll(async () => {
-    const deps = {
-      db: { job: { findUniqueOrThrow: async () => ({ id: JOB_ID, status: 'running', createdAt: new Date(), progress: null }) } },
+    const d = {
+      jobs: { getOrThrow: async () => ({ id: JOB_ID, status: 'running', createdAt: new Date(), progress: null }) },
       config: { jobs: { sseKeepaliveMs: 60_000 } },
-      pipeline: {
-        events: { since: async () => [] },
-        statusReads: { read: async () => ({ status: 'running', createdAt: new Date() }) },
-        queuePosition: async () => null,
-      },
+      events: { since: async () => [] },
+      statusReads: { read: async () => ({ status: 'running', createdAt: new Date() }) },
+      positions: { one: async () => null },
       fanout: {
         onJob: (_id: string, listener: (e: StoredJobEvent) => void) => {
           emit = listener;
@@ -38,9 +36,10 @@ describe('streamJobEvents when a live event cannot be sent', () => {
       },
       limits: { openStream: async () => ({ refresh: async () => undefined, close: async () => void (slotClosed = true) }) },
       draining: { onDraining: () => () => undefined },
-    } as unknown as StreamDeps;
+    } as unknown as Record<string, never>;
+    const stream = new JobEventStream(d.jobs, d.config, d.events, d.statusReads, d.positions, d.fanout, d.views, d.limits, d.draining);
     app = Fastify({ logger: false });
-    app.get('/events', (request, reply) => streamJobEvents(deps, { id: 'account' } as never, { accountId: 'account', deploymentId: null }, JOB_ID, request, reply));
+    app.get('/events', (request, reply) => stream.stream({ id: 'account' } as never, { accountId: 'account', deploymentId: null }, JOB_ID, request, reply));
     await app.listen({ port: 0, host: '127.0.0.1' });
   });
   afterAll(async () => {

@@ -2,23 +2,23 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError, isTerminal, type JobView } from '#libs/contracts';
-import type { Account, Db } from '#libs/db';
+import type { Account } from '#libs/db';
+import { JobStore } from '#libs/jobs';
 import { toV2NodeErrors } from '#libs/workflow';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { Draining } from '../../core/draining.js';
-import { CONFIG, DB } from '../../core/tokens.js';
+import { CONFIG } from '../../core/tokens.js';
 import { JobDocs } from '../../docs/index.js';
 import { requireJsonObject } from '../../http/json-body.js';
 import { UuidPipe } from '../../http/uuid.pipe.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
 import { JobControl } from '../../jobs/job-control.service.js';
-import { JobPipeline } from '../../jobs/job-pipeline.js';
 import { JobViews, scopeOf, type JobScope } from '../../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../../jobs/submission.service.js';
 import { AccountLimits, RateLimitGuard } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
 import { parseCancelAfter } from './cancel-after.js';
-import { streamJobEvents } from './job-event-stream.js';
+import { JobEventStream } from './job-event-stream.js';
 import { nextCursor, parseJobListQuery } from './job-list.js';
 import { parseIdempotencyKey, parsePreferWait, parseSubmitBody } from './submit-body.js';
 
@@ -27,12 +27,12 @@ import { parseIdempotencyKey, parsePreferWait, parseSubmitBody } from './submit-
 @UseGuards(BearerAuthGuard, RateLimitGuard)
 export class JobsController {
   constructor(
-    @Inject(DB) private readonly db: Db,
+    private readonly jobs: JobStore,
     @Inject(CONFIG) private readonly config: Config,
     private readonly submissions: SubmissionService,
     private readonly views: JobViews,
     private readonly control: JobControl,
-    private readonly pipeline: JobPipeline,
+    private readonly eventStream: JobEventStream,
     private readonly fanout: EventFanout,
     private readonly limits: AccountLimits,
     private readonly deployments: DeploymentsService,
@@ -88,8 +88,8 @@ export class JobsController {
       const undrain = this.stopping.onDraining(done);
       // The job may have ended between submission and subscription. If this read fails, the wait
       // still ends with the job's event or the time; it must not reject unhandled (that stops the process).
-      void this.db.job
-        .findUnique({ where: { id: jobId }, select: { status: true } })
+      void this.jobs
+        .get(jobId)
         .then((j) => j && isTerminal(j.status) && done())
         .catch(() => undefined);
       function done() {
@@ -143,8 +143,7 @@ export class JobsController {
   @Get('api/v2/jobs/:id/events')
   @JobDocs.events()
   async events(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    const { db, config, pipeline, fanout, views, limits } = this;
-    await streamJobEvents({ db, config, pipeline, fanout, views, limits, draining: this.stopping }, account, await this.scope(account, request), id, request, reply);
+    await this.eventStream.stream(account, await this.scope(account, request), id, request, reply);
   }
 
   @Post('api/v2/jobs/:id/cancel')

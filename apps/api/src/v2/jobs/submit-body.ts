@@ -1,8 +1,7 @@
-import { ApiError } from '#libs/contracts';
+import { ApiError, isIdempotencyKey } from '#libs/contracts';
 
 const EXTRA_DATA_KEYS = new Set(['api_key_comfy_org', 'auth_token_comfy_org']);
 const RESERVED = new Set(['webhook_url', 'inputs']);
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 export interface SubmitBody {
   workflow: unknown;
@@ -29,7 +28,7 @@ export function parseSubmitBody(body: Record<string, unknown>): SubmitBody {
 export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;
   const value = Array.isArray(header) ? header[0] : header;
-  if (value === undefined || !IDEMPOTENCY_KEY.test(value)) throw ApiError.invalid('Idempotency-Key must be 1 to 255 visible ASCII characters.');
+  if (value === undefined || !isIdempotencyKey(value)) throw ApiError.invalid('Idempotency-Key must be 1 to 255 visible ASCII characters.');
   return value;
 }
 

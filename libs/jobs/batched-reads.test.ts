@@ -29,7 +29,7 @@ function fakeStore(rows: Row[]) {
 }
 
 const row = (id: string, status = 'queued'): Row => ({ id, status, createdAt: new Date(0) });
-// As the event streams' status reads are set up in JobPipeline.
+// As the event streams' status reads are set up in createJobSystem.
 const statusReads = (readAll: (ids: string[]) => Promise<Map<string, Row>>) => new BatchedReads(readAll, { gatherMs: 10, maxIds: 1_000 });
 
 describe('BatchedReads', () => {
