@@ -12,10 +12,11 @@ import { SubmissionService, WorkflowRejected } from '../jobs/submission.service.
 import { RateLimitGuard } from '../limits/index.js';
 import { DeploymentsService } from '../surface/deployments.service.js';
 import { isUuid } from './files/file-names.js';
-import { BadBody, engineErrorBody, parseJsonObject } from './http/engine-body.js';
+import { BadBody, engineErrorBody, parseJsonObject, v1Errors } from './http/engine-body.js';
 import { EngineViews, HISTORY_INCLUDE } from './jobs/engine-views.js';
 import { v1Status } from './jobs/v1-status.js';
 import { parsePromptBody } from './prompt-body.js';
+import { RendersErrors } from '../http/error-renderer.js';
 
 const IN_FLIGHT = ['queued', 'running', 'canceling'] as const;
 const FINISHED = ['succeeded', 'failed', 'canceled', 'expired'] as const;
@@ -85,6 +86,7 @@ function pinnedStructureBody(message: string, problems: PinnedStructureProblems,
  * like any other (v2 sees it too); every route sees, counts and touches the jobs v2's job routes
  * would on the same surface (`JobScope`): on a deployment's API, that deployment's jobs only.
  */
+@RendersErrors(v1Errors)
 @Controller('api')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1PromptsController {

@@ -9,9 +9,11 @@ import { pageOf } from '../v2/paging.js';
 import { parseEndpointInput, parseEndpointPatch } from './endpoint-body.js';
 import { deliveryView, endpointView } from './views.js';
 import { WebhooksService } from './webhooks.service.js';
+import { envelopeErrors, RendersErrors } from '../http/error-renderer.js';
 
 /** v2 webhook endpoints of the caller's account, and their deliveries (docs/api.md, "Webhooks"). */
 @WebhookDocs.controller()
+@RendersErrors(envelopeErrors)
 @Controller('api/v2/webhooks')
 @UseGuards(BearerAuthGuard, RateLimitGuard)
 export class WebhooksController {

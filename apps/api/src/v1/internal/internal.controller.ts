@@ -6,10 +6,11 @@ import { scopeOf } from '../../jobs/job-views.service.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
 import { InputFiles } from '../../inputs/input-files.service.js';
-import { engineErrorBody, parseJsonObject } from '../http/engine-body.js';
+import { engineErrorBody, parseJsonObject, v1Errors } from '../http/engine-body.js';
 import { AccountModels } from '../models/model-lists.js';
 import { engineJson, parsedOr400 } from '../userdata/engine-replies.js';
 import { TERMINAL_SIZE, TenantLogs } from './tenant-logs.service.js';
+import { RendersErrors } from '../../http/error-renderer.js';
 
 /**
  * The engine's `/internal/...` routes (api_server/routes/internal/), which its front end reads:
@@ -17,6 +18,7 @@ import { TERMINAL_SIZE, TenantLogs } from './tenant-logs.service.js';
  * account's own jobs' lines, folders show no engine path, files are the account's own. The engine
  * serves these only without `/api`; here `/api/internal/...` answers the same.
  */
+@RendersErrors(v1Errors)
 @Controller('api/internal')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1InternalController {

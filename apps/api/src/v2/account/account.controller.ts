@@ -4,8 +4,10 @@ import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { AccountDocs } from '../../docs/index.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { AccountView } from './account-view.js';
+import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
 
 @AccountDocs.controller()
+@RendersErrors(envelopeErrors)
 @Controller('api/v2/account')
 @UseGuards(BearerAuthGuard, RateLimitGuard)
 export class AccountController {

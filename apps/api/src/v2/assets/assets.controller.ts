@@ -19,8 +19,10 @@ import { lastField, readMultipartUpload } from './multipart-upload.js';
 import { UploadKeys } from './upload-keys.js';
 import { UrlImports } from './url-import.js';
 import { parseIdempotencyKey } from '../jobs/submit-body.js';
+import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
 
 @AssetDocs.controller()
+@RendersErrors(envelopeErrors)
 @Controller('api/v2/assets')
 @UseGuards(BearerAuthGuard, RateLimitGuard)
 export class AssetsController {

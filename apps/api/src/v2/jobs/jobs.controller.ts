@@ -21,8 +21,10 @@ import { parseCancelAfter } from './cancel-after.js';
 import { streamJobEvents } from './job-event-stream.js';
 import { nextCursor, parseJobListQuery } from './job-list.js';
 import { parseIdempotencyKey, parsePreferWait, parseSubmitBody } from './submit-body.js';
+import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
 
 @JobDocs.controller()
+@RendersErrors(envelopeErrors)
 @Controller()
 @UseGuards(BearerAuthGuard, RateLimitGuard)
 export class JobsController {

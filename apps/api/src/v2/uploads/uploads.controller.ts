@@ -10,6 +10,7 @@ import { requestOrigin } from '../../http/request-origin.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { ResumableUploads } from './resumable-uploads.service.js';
 import { sendWebResponse, toWebRequest } from './web-exchange.js';
+import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
 
 /**
  * Resumable uploads (the tus protocol, v1.0.0 with creation, creation-with-upload, termination
@@ -18,6 +19,7 @@ import { sendWebResponse, toWebRequest } from './web-exchange.js';
  * v2. (No `OPTIONS` discovery: the API's CORS layer owns that method.)
  */
 @UploadDocs.controller()
+@RendersErrors(envelopeErrors)
 @Controller('api/v2/uploads')
 @UseGuards(BearerAuthGuard, RateLimitGuard)
 export class UploadsController {
