@@ -1,16 +1,16 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import { ApiError } from '#libs/contracts';
-import type { Account, Db, Job } from '#libs/db';
+import type { Account, Db, Deployment, Job } from '#libs/db';
 import { toEngineErrorBody, validateWorkflow, workflowFormat } from '#libs/workflow';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { DB } from '../core/tokens.js';
 import { InputFiles } from '../inputs/input-files.service.js';
 import { JobControl } from '../jobs/job-control.service.js';
-import { JobViews, scopeOf, scopeWhere, type JobScope } from '../jobs/job-views.service.js';
+import { JobViews, scopeWhere, type JobScope } from '../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
-import { DeploymentsService } from '../surface/deployments.service.js';
+import { CurrentDeployment, DeploymentScopeGuard, JobsScope } from '../surface/deployment-scope.js';
 import { isUuid } from './files/file-names.js';
 import { BadBody, engineErrorBody, parseJsonObject, v1Errors } from './http/engine-body.js';
 import { EngineViews, HISTORY_INCLUDE } from './jobs/engine-views.js';
@@ -88,7 +88,7 @@ function pinnedStructureBody(message: string, problems: PinnedStructureProblems,
  */
 @RendersErrors(v1Errors)
 @Controller('api')
-@UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
+@UseGuards(ApiKeyHeaderGuard, RateLimitGuard, DeploymentScopeGuard)
 export class V1PromptsController {
   constructor(
     @Inject(DB) private readonly db: Db,
@@ -97,15 +97,14 @@ export class V1PromptsController {
     private readonly inputs: InputFiles,
     private readonly views: EngineViews,
     private readonly jobs: JobViews,
-    private readonly deployments: DeploymentsService,
   ) {}
 
   @Post('prompt')
   @HttpCode(200)
   async submit(
     @CurrentAccount() account: Account,
+    @CurrentDeployment() deployment: Deployment | null,
     @Body() body: unknown,
-    @Req() http: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     if (account.status === 'inactive') throw new ApiError('inactive_account', 'The subscription of this account is not active; workflows cannot run.');
@@ -124,7 +123,6 @@ export class V1PromptsController {
       const ui = workflowFormat(request.prompt) === 'ui';
       return bad(engineErrorBody('invalid_prompt', ui ? 'The prompt is in the editor (UI) format; export it in API format.' : 'The prompt must be an object in API format.', ''));
     }
-    const deployment = await this.deployments.resolve(http, account);
     let job: Job;
     let nodeErrors: Record<string, unknown> = {};
     try {
@@ -155,31 +153,22 @@ export class V1PromptsController {
     return { prompt_id: job.id, number: Number(job.number), node_errors: nodeErrors };
   }
 
-  /**
-   * Whose jobs this request sees, as on v2: on the deployment surface an address without a
-   * deployment of the caller answers 404 as a submission there does.
-   */
-  private async scope(account: Account, http: FastifyRequest): Promise<JobScope> {
-    return scopeOf(account, await this.deployments.resolve(http, account));
-  }
-
   @Get('prompt')
-  async queueInfo(@CurrentAccount() account: Account, @Req() http: FastifyRequest) {
-    const remaining = await this.db.job.count({ where: { ...scopeWhere(await this.scope(account, http)), status: { in: [...IN_FLIGHT] } } });
+  async queueInfo(@JobsScope() scope: JobScope) {
+    const remaining = await this.db.job.count({ where: { ...scopeWhere(scope), status: { in: [...IN_FLIGHT] } } });
     return { exec_info: { queue_remaining: remaining } };
   }
 
   @Get('job/:id/status')
-  async status(@CurrentAccount() account: Account, @Param('id') id: string, @Req() http: FastifyRequest) {
-    const scope = await this.scope(account, http);
+  async status(@JobsScope() scope: JobScope, @Param('id') id: string) {
     const job = isUuid(id) ? await this.db.job.findFirst({ where: { id: id.toLowerCase(), ...scopeWhere(scope) }, select: { status: true, error: true } }) : null;
     if (!job) throw ApiError.notFound('job');
     return { status: v1Status(job) };
   }
 
   @Get('queue')
-  async queue(@CurrentAccount() account: Account, @Req() http: FastifyRequest) {
-    const jobs = await this.db.job.findMany({ where: { ...scopeWhere(await this.scope(account, http)), status: { in: [...IN_FLIGHT] } }, orderBy: [{ number: 'asc' }] });
+  async queue(@JobsScope() scope: JobScope) {
+    const jobs = await this.db.job.findMany({ where: { ...scopeWhere(scope), status: { in: [...IN_FLIGHT] } }, orderBy: [{ number: 'asc' }] });
     return {
       queue_running: await this.views.queueTuples(jobs.filter((j) => j.status !== 'queued')),
       queue_pending: await this.views.queueTuples(jobs.filter((j) => j.status === 'queued')),
@@ -189,8 +178,8 @@ export class V1PromptsController {
   /** `{delete: [prompt_id, ...]}` cancels those jobs (waiting or running); `{clear: true}` every waiting one. */
   @Post('queue')
   @HttpCode(200)
-  async manageQueue(@CurrentAccount() account: Account, @Body() raw: unknown, @Req() http: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const mine = scopeWhere(await this.scope(account, http));
+  async manageQueue(@JobsScope() scope: JobScope, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
+    const mine = scopeWhere(scope);
     const body = parsedOr400(reply, () => parseDeleteBody(raw));
     if (!body) return reply;
     const targets: Job[] = [];
@@ -203,8 +192,8 @@ export class V1PromptsController {
   /** Interrupts the caller's running job named by `prompt_id`, or all of its running jobs. */
   @Post('interrupt')
   @HttpCode(200)
-  async interrupt(@CurrentAccount() account: Account, @Body() raw: unknown, @Req() http: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const mine = scopeWhere(await this.scope(account, http));
+  async interrupt(@JobsScope() scope: JobScope, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
+    const mine = scopeWhere(scope);
     const body = parsedOr400(reply, () => parseJsonObject(raw));
     if (!body) return reply;
     const promptId = typeof body.prompt_id === 'string' && isUuid(body.prompt_id) ? body.prompt_id.toLowerCase() : null;
@@ -215,8 +204,8 @@ export class V1PromptsController {
   }
 
   @Get('history')
-  async history(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() http: FastifyRequest) {
-    const mine = scopeWhere(await this.scope(account, http));
+  async history(@JobsScope() scope: JobScope, @Query() query: Record<string, unknown>) {
+    const mine = scopeWhere(scope);
     const take = intParam(query.max_items, 200, HISTORY_MAX);
     // As the engine counts it: `offset` skips that many of the oldest; without one the page is
     // the newest `max_items`. Either way the engine lists history oldest first.
@@ -233,8 +222,7 @@ export class V1PromptsController {
 
   /** A finished job of the caller, or `{}` as the engine answers for an unknown prompt. */
   @Get('history/:id')
-  async historyOf(@CurrentAccount() account: Account, @Param('id') id: string, @Req() http: FastifyRequest) {
-    const scope = await this.scope(account, http);
+  async historyOf(@JobsScope() scope: JobScope, @Param('id') id: string) {
     if (!isUuid(id)) return {};
     // Clients poll this while they wait: one query, as the v2 job view reads a job.
     const job = await this.jobs.findOrNull(scope, id.toLowerCase());
@@ -249,8 +237,8 @@ export class V1PromptsController {
    */
   @Post('history')
   @HttpCode(200)
-  async manageHistory(@CurrentAccount() account: Account, @Body() raw: unknown, @Req() http: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const mine = scopeWhere(await this.scope(account, http));
+  async manageHistory(@JobsScope() scope: JobScope, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
+    const mine = scopeWhere(scope);
     const body = parsedOr400(reply, () => parseDeleteBody(raw));
     if (!body) return reply;
     const inHistory = { ...mine, status: { in: [...FINISHED] }, historyHidden: false };
