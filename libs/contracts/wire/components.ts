@@ -5,11 +5,11 @@ import { z } from 'zod';
 // references them by name wherever an operation uses them. Names live only here, never in
 // `.meta({ id })`, so zod's global registry holds descriptions and nothing else.
 
-export const COMPONENTS = z.registry<{ id: string }>();
+export const COMPONENTS: [id: string, schema: z.ZodType][] = [];
 
 /** Registers `schema` as the component `id` and returns it unchanged. */
 export function component<T extends z.ZodType>(id: string, schema: T): T {
-  COMPONENTS.add(schema, { id });
+  COMPONENTS.push([id, schema]);
   return schema;
 }
 

@@ -14,8 +14,8 @@ export const V1PromptRequestSchema = component(
   'V1PromptRequest',
   z.looseObject({
     prompt: checkedLater(z.unknown().refine((v) => v !== undefined && v !== null), 'Workflow'),
-    client_id: z.string().max(256).refine(isStorableText).nullable().optional(),
     prompt_id: z.string().regex(UUID_TEXT).nullable().optional().describe('Optional id for the job; a new one is made when absent.'),
+    client_id: z.string().max(256).refine(isStorableText).nullable().optional(),
     extra_data: z
       .looseObject({
         api_key_service_org: secret,

@@ -137,9 +137,9 @@ export const WorkflowSchema = component(
 );
 
 /** A workflow as it arrives: any JSON, judged by libs/workflow in the contract's own codes (`workflow_format_ui`, `invalid_workflow`). */
-export const submittedWorkflow = () => checkedLater(z.unknown().refine((v) => v !== undefined && v !== null, { message: 'The body needs a "workflow" in the engine API format.' }), 'Workflow');
+export const submittedWorkflow = () => checkedLater(z.unknown().refine((v) => v !== undefined, { message: 'The body needs a "workflow" in the engine API format.' }), 'Workflow');
 
-const PARTNER_SECRET = z.string({ error: (i) => `extra_data.${String(i.path?.at(-1) ?? '')} must be a string.` }).max(4096, { error: (i) => `extra_data.${String(i.path?.at(-1) ?? '')} must be a string.` });
+const partnerSecret = (key: string) => z.string({ error: `extra_data.${key} must be a string.` }).max(4096, { error: `extra_data.${key} must be a string.` });
 
 export const RESERVED_SUBMIT_FIELDS = ['webhook_url', 'inputs'];
 
@@ -150,7 +150,7 @@ export const SubmitJobRequestSchema = component(
       workflow: submittedWorkflow(),
       extra_data: z
         .strictObject(
-          { api_key_comfy_org: PARTNER_SECRET.optional(), auth_token_comfy_org: PARTNER_SECRET.optional() },
+          { api_key_comfy_org: partnerSecret('api_key_comfy_org').optional(), auth_token_comfy_org: partnerSecret('auth_token_comfy_org').optional() },
           {
             error: (i) =>
               i.code === 'unrecognized_keys' ? 'extra_data accepts only api_key_comfy_org, auth_token_comfy_org.' : 'extra_data must be an object.',

@@ -1,12 +1,9 @@
 import { Controller, Get, Query, UseGuards } from '@nestjs/common';
 import type { Account } from '#libs/db';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
-import { AccountDocs } from '../../docs/index.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { AccountView } from './account-view.js';
 import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
-
-@AccountDocs.controller()
 @RendersErrors(envelopeErrors)
 @Controller('api/v2/account')
 @UseGuards(BearerAuthGuard, RateLimitGuard)
@@ -14,7 +11,6 @@ export class AccountController {
   constructor(private readonly view: AccountView) {}
 
   @Get()
-  @AccountDocs.get()
   get(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>) {
     return this.view.render(account, query);
   }

@@ -7,7 +7,6 @@ import { toV2NodeErrors } from '#libs/workflow';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { Draining } from '../../core/draining.js';
 import { CONFIG, DB } from '../../core/tokens.js';
-import { JobDocs } from '../../docs/index.js';
 import { requireJsonObject } from '../../http/json-body.js';
 import { UuidPipe } from '../../http/uuid.pipe.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
@@ -22,8 +21,6 @@ import { streamJobEvents } from './job-event-stream.js';
 import { nextCursor, parseJobListQuery } from './job-list.js';
 import { parseIdempotencyKey, parsePreferWait, parseSubmitBody } from './submit-body.js';
 import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
-
-@JobDocs.controller()
 @RendersErrors(envelopeErrors)
 @Controller()
 @UseGuards(BearerAuthGuard, RateLimitGuard, DeploymentScopeGuard)
@@ -41,7 +38,6 @@ export class JobsController {
   ) {}
 
   @Post('api/v2/jobs')
-  @JobDocs.submit()
   async submit(
     @CurrentAccount() account: Account,
     @CurrentDeployment() deployment: Deployment | null,
@@ -103,7 +99,6 @@ export class JobsController {
   }
 
   @Get('api/v2/jobs')
-  @JobDocs.list()
   async list(@CurrentAccount() account: Account, @JobsScope() scope: JobScope, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest) {
     const q = parseJobListQuery(query, this.config.signingSecret, account.id);
     const rows = await this.views.page(scope, q);
@@ -118,26 +113,22 @@ export class JobsController {
   }
 
   @Get('api/v2/jobs/:id')
-  @JobDocs.get()
   async get(@JobsScope() scope: JobScope, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest): Promise<JobView> {
     return this.views.render(await this.views.find(scope, id), request);
   }
 
   @Get('api/v2/jobs/:id/workflow')
-  @JobDocs.workflow()
   async workflow(@JobsScope() scope: JobScope, @Param('id', new UuidPipe('job')) id: string) {
     return { workflow: await this.views.workflow(scope, id), format: 'api' };
   }
 
   @Get('api/v2/jobs/:id/events')
-  @JobDocs.events()
   async events(@CurrentAccount() account: Account, @JobsScope() scope: JobScope, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const { db, config, pipeline, fanout, views, limits } = this;
     await streamJobEvents({ db, config, pipeline, fanout, views, limits, draining: this.stopping }, account, scope, id, request, reply);
   }
 
   @Post('api/v2/jobs/:id/cancel')
-  @JobDocs.cancel()
   @HttpCode(200)
   async cancel(@JobsScope() scope: JobScope, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest): Promise<JobView> {
     const job = await this.views.find(scope, id);
@@ -146,7 +137,6 @@ export class JobsController {
   }
 
   @Get('api/v2/jobs/:id/logs')
-  @JobDocs.logs()
   async logs(@JobsScope() scope: JobScope, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<FastifyReply> {
     // The contract: without logs, a routing 404 that cannot be told from the job being gone.
     if (!this.config.jobs.captureLogs) throw ApiError.notFound('job');
@@ -157,7 +147,6 @@ export class JobsController {
 
   /** Deployment surface: the pinned workflow this deployment runs. */
   @Get('workflow')
-  @JobDocs.pinnedWorkflow()
   pinnedWorkflow(@CurrentDeployment() deployment: Deployment | null) {
     if (!deployment) throw ApiError.noRoute();
     return { workflow: deployment.workflow, format: 'api' };
