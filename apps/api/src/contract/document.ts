@@ -91,14 +91,22 @@ function convertAll(operations: Operation[]): { components: Record<string, Json>
       (ctx.jsonSchema as Json).$ref = ref(id);
     },
   }) as unknown as { schemas: Record<string, Json> };
-  const clean = (s: Json): Json => {
+  // An inline schema used inside another one arrives as a `$ref` to its made-up id: put it back in place.
+  const resolveInline = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(resolveInline);
+    if (!node || typeof node !== 'object') return node;
+    const target = (node as Json).$ref;
+    if (typeof target === 'string' && target.startsWith(ref('__inline'))) return resolveInline(clean(schemas[target.slice(ref('').length)]!));
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, resolveInline(v)]));
+  };
+  function clean(s: Json): Json {
     const { $schema: _s, $id: _i, ...rest } = s;
     return rest;
-  };
+  }
   const components: Record<string, Json> = {};
-  for (const [id] of COMPONENTS) components[id] = clean(schemas[id]!);
+  for (const [id] of COMPONENTS) components[id] = resolveInline(clean(schemas[id]!)) as Json;
   const inline = new Map<z.ZodType, Json>();
-  for (const [schema, id] of inlineIds) inline.set(schema, clean(schemas[id]!));
+  for (const [schema, id] of inlineIds) inline.set(schema, resolveInline(clean(schemas[id]!)) as Json);
   return { components, inline: new Map([...inline, ...[...ids].map(([s, id]) => [s, { $ref: ref(id) }] as const)]) };
 }
 
