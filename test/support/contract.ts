@@ -36,7 +36,7 @@ function load() {
       const body = path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\\\{\w+\\\}/g, '[^/]+');
       const twin = path.startsWith('/api/') && !path.startsWith('/api/v2/') && op.tags?.[0] === 'v1' ? `(?:/api)?${body.slice('/api'.length)}` : body;
       // A mount prefix (BASE_PATH, one segment in the suites) and a deployment's prefix may come first.
-      templates.push({ method: method.toUpperCase(), path, pattern: new RegExp(`^(?:/[^/]+)?(?:/deployment/[^/]+)?${twin}$`), op });
+      templates.push({ method: method.toUpperCase(), path, pattern: new RegExp(`^((?:/[^/]+)?(?:/deployment/[^/]+)?)${twin}$`), op });
     }
   }
   // The most specific template first: `/api/v2/jobs/{id}/events` before `/api/v2/jobs/{id}`.
@@ -68,8 +68,10 @@ export function checkAnswer(answer: Answer): Checked {
   const { ajv, templates, validators } = load();
   const path = new URL(answer.url).pathname;
   const method = answer.method.toUpperCase();
-  // Fastify answers HEAD for every GET route.
-  const candidates = templates.filter((t) => t.pattern.test(path));
+  // The template that leaves the shortest prefix (`/v1/models` is the router's, not the engine's
+  // `/models` under a mount called `/v1`), then the most specific one. Fastify answers HEAD for every GET route.
+  const prefix = (t: Template) => t.pattern.exec(path)?.[1]?.length ?? -1;
+  const candidates = templates.filter((t) => prefix(t) >= 0).sort((a, b) => prefix(a) - prefix(b));
   const template = candidates.find((t) => t.method === method) ?? (method === 'HEAD' ? candidates.find((t) => t.method === 'GET') : undefined);
   if (!template) return { operation: null, problem: null };
   const operation = `${template.method} ${template.path}`;

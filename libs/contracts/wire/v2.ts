@@ -80,14 +80,14 @@ export type OutputView = z.infer<typeof OutputSchema>;
 export const JobErrorSchema = component(
   'JobError',
   z
-    .object({
+    .looseObject({
       code: z.string().meta({ examples: ['node_execution_error', 'engine_unavailable', 'execution_timeout', 'missing_asset', 'prompt_rejected'] }),
       message: z.string(),
       node_id: z.string().nullable().optional(),
       class_type: z.string().nullable().optional(),
       traceback: z.string().nullable().optional(),
     })
-    .describe('Why the job failed or expired (an execution outcome, not an HTTP error).'),
+    .describe('Why the job failed or expired (an execution outcome, not an HTTP error). May carry more fields (the engine\'s exception details).'),
 );
 export type JobErrorView = z.infer<typeof JobErrorSchema>;
 

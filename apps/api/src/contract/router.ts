@@ -24,7 +24,7 @@ const SCHEMA_DOC_HEADERS: Record<string, HeaderSpec> = {
   'Cache-Control': { description: '`private, must-revalidate`.', schema: z.string(), required: true },
 };
 
-const READ_BUCKETS = ['unauthorized', 'forbidden', 'not_enabled', 'model_not_found', 'rate_limited', 'internal_error', 'service_unavailable'] as const;
+const READ_BUCKETS = ['invalid_input', 'unauthorized', 'forbidden', 'not_enabled', 'model_not_found', 'rate_limited', 'internal_error', 'service_unavailable'] as const;
 /** Every bucket the call route can answer with (all but the ones raised only by the catalog). */
 const CALL_BUCKETS = ROUTER_BUCKETS.filter((b) => b !== 'content_policy_violation' && b !== 'client_disconnected');
 const ERROR_TYPE = { 'X-Service-Error-Type': { schema: RouterErrorTypeSchema, required: true } };

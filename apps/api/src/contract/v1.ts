@@ -10,6 +10,8 @@ import { BYTES, bytes, envelopeErrors, json, noBody, type Operation, type Respon
 // engine, every route is also served without `/api`; the document lists the `/api` form.
 
 const V1_ERRORS: ErrorCode[] = ['unauthorized', 'rate_limited', 'inactive_account', 'upstream_error', 'service_unavailable'];
+/** Routes over the caller's jobs: on the deployment surface an address without a deployment of the caller is a 404. */
+const SCOPED: ErrorCode[] = ['not_found'];
 const security = [{ v1ApiKey: [] }];
 
 type Extra = Partial<Pick<Operation, 'description' | 'params' | 'query' | 'body' | 'headers'>>;
@@ -164,13 +166,13 @@ const REST: Operation[] = [
       query: z.object({ overwrite: FLAG.describe('Anything but `false` overwrites.'), full_info: FLAG.describe('`true`: answer with size and times.') }),
     },
   ),
-  op('get', '/api/internal/logs', "Your jobs' log as one text", { 200: json(z.string(), "Every entry as `\"{t} - {m}\"`, joined: the last 300 lines your jobs wrote, never the engine's own log.") }),
+  op('get', '/api/internal/logs', "Your jobs' log as one text", { 200: json(z.string(), "Every entry as `\"{t} - {m}\"`, joined: the last 300 lines your jobs wrote, never the engine's own log.") }, {}, SCOPED),
   op('get', '/api/internal/logs/raw', "Your jobs' log entries", {
     200: json(
       z.object({ entries: z.array(z.record(z.string(), z.unknown())), size: z.record(z.string(), z.unknown()) }),
       '`{entries: [{t, m}], size: {cols, rows}}`: the last 300 lines your jobs wrote.',
     ),
-  }),
+  }, {}, SCOPED),
   op('patch', '/api/internal/logs/subscribe', "Have your jobs' log lines pushed", { 200: empty, 400: engineError }, {
     description: "`{clientId, enabled}`: that client id's sockets get a `logs` message with each of your jobs' lines as it ends.",
     ...anyJson(),
@@ -202,28 +204,28 @@ const REST: Operation[] = [
     'Submit a workflow',
     { 200: json(V1PromptResponseSchema, 'Queued; `prompt_id` is the job id (v2 sees the same job).'), 400: engineError },
     { description: 'Partner nodes need the key in `extra_data.api_key_comfy_org`.', ...jsonBody(V1PromptRequestSchema) },
-    ['insufficient_credits'],
+    ['insufficient_credits', 'deployment_stopped', 'deployment_not_ready', ...SCOPED],
   ),
-  op('get', '/api/prompt', 'Queue summary', { 200: json(V1QueueInfoSchema, 'How many of your jobs are in flight.') }),
+  op('get', '/api/prompt', 'Queue summary', { 200: json(V1QueueInfoSchema, 'How many of your jobs are in flight.') }, {}, SCOPED),
   op('get', '/api/job/{id}/status', 'Job status', { 200: json(V1JobStatusSchema, 'Poll until a terminal value.') }, { params: path1('id', 'The prompt id.') }, ['not_found']),
-  op('get', '/api/queue', 'Your running and pending jobs', { 200: json(V1QueueSchema, 'Running and pending jobs.') }),
+  op('get', '/api/queue', 'Your running and pending jobs', { 200: json(V1QueueSchema, 'Running and pending jobs.') }, {}, SCOPED),
   op('post', '/api/queue', 'Cancel jobs', { 200: empty, 400: engineError }, {
     description: '`{delete: [prompt_id, ...]}` cancels those jobs; `{clear: true}` every pending one.',
     ...jsonBody(V1QueueRequestSchema, false),
-  }),
+  }, SCOPED),
   op('post', '/api/free', 'Free engine memory', { 200: empty }, { description: "Accepted for the engine's clients; the engines are shared between accounts, so it changes nothing." }),
-  op('post', '/api/interrupt', 'Interrupt running jobs', { 200: empty, 400: engineError }, jsonBody(V1InterruptRequestSchema, false)),
+  op('post', '/api/interrupt', 'Interrupt running jobs', { 200: empty, 400: engineError }, jsonBody(V1InterruptRequestSchema, false), SCOPED),
   op('get', '/api/history', 'Finished jobs', { 200: json(V1HistorySchema, 'Oldest first.') }, {
     query: z.object({
       max_items: z.string().optional().describe('At most this many (an integer; default 200, at most 1000).'),
       offset: z.string().optional().describe('Skip this many of the oldest (an integer); without it, the newest `max_items`.'),
     }),
-  }),
+  }, SCOPED),
   op('post', '/api/history', 'Clear or prune the history', { 200: empty, 400: engineError }, {
     description: '`{clear: true}` empties your history, `{delete: [prompt_id, ...]}` takes those prompts out of it. The jobs stay: v2 still lists them and their outputs.',
     ...jsonBody(V1QueueRequestSchema, false),
-  }),
-  op('get', '/api/history/{id}', 'One finished job', { 200: json(V1HistorySchema, 'The job, or `{}` when unknown or unfinished.') }, { params: path1('id', 'The prompt id.') }),
+  }, SCOPED),
+  op('get', '/api/history/{id}', 'One finished job', { 200: json(V1HistorySchema, 'The job, or `{}` when unknown or unfinished.') }, { params: path1('id', 'The prompt id.') }, SCOPED),
   op(
     'get',
     '/api/view',

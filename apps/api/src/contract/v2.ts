@@ -178,7 +178,7 @@ const assets: Operation[] = [
     responses: {
       201: json(AssetSchema, 'Stored: the bytes were new to you.'),
       200: json(AssetSchema, 'Recorded over bytes you already had.'),
-      ...envelopeErrors([...COMMON, 'invalid_request', 'invalid_json', 'hash_mismatch', 'idempotency_key_reuse', 'import_failed', 'payload_too_large', 'storage_limit_exceeded']),
+      ...envelopeErrors([...COMMON, 'invalid_request', 'invalid_json', 'hash_mismatch', 'idempotency_key_reuse', 'import_failed', 'payload_too_large', 'storage_limit_exceeded', 'unsupported_media_type']),
     },
   },
   {
@@ -192,7 +192,7 @@ const assets: Operation[] = [
     responses: {
       201: json(AssetSchema, 'A new asset record.'),
       200: json(AssetSchema, 'An identical record already existed.'),
-      ...envelopeErrors([...COMMON, 'invalid_request', 'invalid_json', 'blob_not_found', 'storage_limit_exceeded']),
+      ...envelopeErrors([...COMMON, 'invalid_request', 'invalid_json', 'blob_not_found', 'storage_limit_exceeded', 'payload_too_large', 'unsupported_media_type']),
     },
   },
   {
