@@ -50,7 +50,7 @@ const jobs: Operation[] = [
       201: json(JobSchema, 'The job was created.', { 'Preference-Applied': { schema: z.string(), description: additive('echoes `wait=N` when honoured.') } }),
       ...envelopeErrors([
         ...COMMON, 'invalid_request', 'invalid_json', 'invalid_workflow', 'workflow_format_ui', 'missing_asset', 'idempotency_key_reuse', 'insufficient_credits',
-        'queue_full', 'deployment_not_ready', 'deployment_stopped', 'payload_too_large', 'unsupported_media_type',
+        'queue_full', 'deployment_not_ready', 'deployment_stopped', 'payload_too_large', 'unsupported_media_type', 'not_found',
       ]),
     },
   },
@@ -62,7 +62,8 @@ const jobs: Operation[] = [
     description: additive('newest first, with cursor pagination.'),
     security,
     query: JobListQuerySchema,
-    responses: { 200: json(JobListSchema, 'One page of jobs.'), ...envelopeErrors([...COMMON, 'invalid_request']) },
+    // `not_found`: on the deployment surface, an address without a deployment of the caller.
+    responses: { 200: json(JobListSchema, 'One page of jobs.'), ...envelopeErrors([...COMMON, 'invalid_request', 'not_found']) },
   },
   {
     method: 'get',
