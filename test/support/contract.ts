@@ -45,6 +45,8 @@ function load() {
   return loaded;
 }
 
+const ROUTING_MISS = JSON.stringify({ error: { code: 'not_found', message: 'Not found.' } });
+
 const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
 
 export interface Answer {
@@ -77,6 +79,9 @@ export function checkAnswer(answer: Answer): Checked {
   const operation = `${template.method} ${template.path}`;
   const where = `${answer.method} ${path} → ${answer.status} (${operation})`;
   const response = template.op.responses[String(answer.status)] as Json | undefined;
+  // The routing 404 of a path outside the API's mount that happens to end like an operation.
+  const declaresJson = Object.keys(response?.content ?? {}).some((t) => t.includes('json'));
+  if (answer.status === 404 && !declaresJson && JSON.stringify(answer.json) === ROUTING_MISS) return { operation: null, problem: null };
   if (!response) return { operation, problem: `${where}: status ${answer.status} is not declared` };
   for (const [name, header] of Object.entries((response.headers ?? {}) as Json)) {
     if (header.required && !answer.headers.has(name)) return { operation, problem: `${where}: required header ${name} is missing` };

@@ -54,9 +54,9 @@ const REST: Operation[] = [
     'get',
     '/api/view_metadata/{folder}',
     "A safetensors model's metadata",
-    {},
+    { 200: json(z.record(z.string(), z.unknown()), 'The `__metadata__` of the header of one of your own safetensors model files.') },
     {
-      description: 'The engines report no model headers, so this answers 404 as the engine does for a model without metadata.',
+      description: 'For your own model files (assets under `models/<folder>/`); a model with no known metadata answers 404, as the engine does.',
       params: path1('folder', 'Model folder name.'),
       query: z.object({ filename: z.string().optional().describe('Model file name.') }),
     },
@@ -134,7 +134,11 @@ const REST: Operation[] = [
     'get',
     '/api/userdata/{file}',
     'Read a file of the user folder',
-    { 200: bytes("The bytes as stored, typed by the file's extension (else as sent)."), 304: noBody('Unchanged (`If-None-Match`, `If-Modified-Since`).'), ...USERDATA_REFUSALS },
+    {
+      200: { description: "The bytes as stored, typed by the file's extension (else as sent): JSON for a `.json` file.", content: { 'application/json': z.unknown(), 'application/octet-stream': BYTES } },
+      304: noBody('Unchanged (`If-None-Match`, `If-Modified-Since`).'),
+      ...USERDATA_REFUSALS,
+    },
     { params: z.object({ file: USER_FILE }) },
   ),
   op(
