@@ -47,6 +47,8 @@ export default {
       ...common,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/**/*.e2e.test.ts'],
+      // Every answer of the API a suite sees is checked against openapi/openapi.json.
+      setupFilesAfterEnv: ['<rootDir>/test/support/contract-setup.ts'],
       testPathIgnorePatterns: [...common.testPathIgnorePatterns, '<rootDir>/test/reliability/', ...DB_TIER],
     },
     { ...common, displayName: 'reliability', testMatch: ['<rootDir>/test/reliability/**/*.test.ts'] },

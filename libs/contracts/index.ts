@@ -1,7 +1,10 @@
 export { ApiError, ERROR_STATUS, errorEnvelope } from './errors.js';
 export type { ErrorCode, ErrorEnvelope } from './errors.js';
-export type { AssetView, JobView, JobStatusName, OutputView, ProgressView, JobErrorView, JobUrls } from './wire.js';
-export { TERMINAL_STATUSES, isTerminal } from './wire.js';
+export * from './wire/v2.js';
+export * from './wire/v1.js';
+export * from './wire/router.js';
+export * from './wire/webhooks.js';
+export { COMPONENTS, additive, documentedAs } from './wire/components.js';
 export { isStorableText } from './text.js';
 export { copyJson, isRawJson, losslessReviver, mayHoldLongIntegers, parseLosslessJson, rawInteger } from './lossless-json.js';
 export type { RawJson } from './lossless-json.js';

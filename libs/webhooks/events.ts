@@ -1,9 +1,10 @@
 // The events a webhook endpoint can be sent. Terminal job events go to every endpoint unless it
 // chose otherwise; `job.running` and `job.output` (one per committed output) only when asked for.
 
-export const TERMINAL_JOB_EVENTS = ['job.succeeded', 'job.failed', 'job.canceled', 'job.expired'] as const;
-export const OPT_IN_JOB_EVENTS = ['job.running', 'job.output'] as const;
-export const JOB_EVENTS = [...TERMINAL_JOB_EVENTS, ...OPT_IN_JOB_EVENTS] as const;
+// The names are wire facts, declared with the webhook schemas in libs/contracts.
+import { JOB_EVENTS, OPT_IN_JOB_EVENTS, TERMINAL_JOB_EVENTS } from '#libs/contracts';
+
+export { JOB_EVENTS, OPT_IN_JOB_EVENTS, TERMINAL_JOB_EVENTS };
 
 /** Sent only by `POST /api/v2/webhooks/endpoints/{id}/test`, whatever the endpoint subscribed to. */
 export const TEST_EVENT = 'webhook.test';

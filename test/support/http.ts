@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { recordAnswer } from './contract.js';
 
 /** Small fetch helpers for tests: every call returns status, headers and the parsed body. */
 export interface Reply<T = any> {
@@ -12,7 +13,9 @@ export async function call<T = any>(url: string, init: RequestInit = {}): Promis
   const res = await fetch(url, { redirect: 'manual', ...init });
   const text = await res.text();
   let body: any = text;
-  if ((res.headers.get('content-type') ?? '').includes('json') && text) body = JSON.parse(text);
+  const contentType = res.headers.get('content-type') ?? '';
+  if (contentType.includes('json') && text) body = JSON.parse(text);
+  recordAnswer({ method: init.method ?? 'GET', url, status: res.status, headers: res.headers, json: contentType.includes('json') && text ? body : undefined, contentType, hasBody: text.length > 0 });
   return { status: res.status, headers: res.headers, body, text };
 }
 
@@ -53,7 +56,9 @@ export function callWithHost<T = any>(url: string, host: string, init: { method?
         const headers = new Headers();
         for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v);
         let body: any = text;
-        if ((res.headers['content-type'] ?? '').includes('json') && text) body = JSON.parse(text);
+        const contentType = res.headers['content-type'] ?? '';
+        if (contentType.includes('json') && text) body = JSON.parse(text);
+        recordAnswer({ method: init.method ?? 'GET', url, status: res.statusCode ?? 0, headers, json: contentType.includes('json') && text ? body : undefined, contentType, hasBody: text.length > 0 });
         resolve({ status: res.statusCode ?? 0, headers, body, text });
       });
     });

@@ -1,3 +1,5 @@
+import { recordAnswer } from './contract.js';
+
 export interface SseEvent {
   id: string | null;
   event: string;
@@ -30,11 +32,15 @@ export class SseClient {
     }
     this.status = res.status;
     this.headers = res.headers;
+    const contentType = res.headers.get('content-type') ?? '';
     if (!res.body || res.status !== 200) {
-      this.events.push({ id: null, event: 'http_error', data: await res.text().catch(() => '') });
+      const text = await res.text().catch(() => '');
+      recordAnswer({ method: 'GET', url, status: res.status, headers: res.headers, json: contentType.includes('json') && text ? JSON.parse(text) : undefined, contentType, hasBody: text.length > 0 });
+      this.events.push({ id: null, event: 'http_error', data: text });
       this.notify();
       return;
     }
+    recordAnswer({ method: 'GET', url, status: res.status, headers: res.headers, contentType, hasBody: true });
     const decoder = new TextDecoder();
     let buffer = '';
     try {

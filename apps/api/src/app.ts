@@ -28,7 +28,7 @@ export async function createApi(config: Config): Promise<NestFastifyApplication>
   await installCompression(app);
   installCors(app, config);
   installHttpHooks(fastify, app.get(Draining));
-  installJsonDepthLimit(app, config.maxJsonBodyBytes, config.api.basePath);
+  installJsonDepthLimit(app, config.maxJsonBodyBytes);
   await app.register(multipart, {
     // Text fields are held in memory: 100 of at most 64 KiB each bound what one upload can make us keep.
     limits: { fileSize: config.maxUploadBytes, files: 2, fields: 100, parts: 110, fieldSize: 64 * 1024, headerPairs: 100 },

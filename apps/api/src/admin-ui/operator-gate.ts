@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { bearerToken, type AuthFailures } from '../auth/index.js';
-import { sendError } from '../http/error-body.js';
+import { sendError } from '../http/error-renderer.js';
 
 export const OPERATOR_COOKIE = 'cc_operator';
 const SESSION_SECONDS = 12 * 3600;
@@ -39,7 +39,7 @@ export function operatorGate(config: Config, pathPrefix: string, failures: AuthF
     if (presented) {
       const wait = await failures.blockedFor(request.ip);
       if (wait !== null) {
-        await sendError(request, reply, { status: 429, code: 'rate_limited', message: failures.message(), headers: { 'retry-after': String(wait) } }, config.api.basePath);
+        await sendError(request, reply, { status: 429, code: 'rate_limited', message: failures.message(), headers: { 'retry-after': String(wait) } });
         return;
       }
     }
@@ -63,7 +63,6 @@ export function operatorGate(config: Config, pathPrefix: string, failures: AuthF
       request,
       reply,
       { status: 401, code: 'unauthorized', message: 'The operator token is missing or wrong.', headers: { 'www-authenticate': 'Bearer realm="operator"' } },
-      config.api.basePath,
     );
   };
 }

@@ -4,7 +4,6 @@ import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
 import { isBlake3Hex, verifyBlobUrl, type BlobStore } from '#libs/storage';
 import { BLOB_STORE, CONFIG } from '../core/tokens.js';
-import { BlobDocs } from '../docs/index.js';
 import { Uncompressed } from '../http/compression.js';
 import { sendBlob } from '../http/send-blob.js';
 
@@ -12,7 +11,6 @@ import { sendBlob } from '../http/send-blob.js';
  * Serves the local-directory store's signed URLs. The signature is the only credential: these
  * URLs are handed to clients (and to v1's `/api/view` redirect) to fetch without an API key.
  */
-@BlobDocs.controller()
 @Controller('blobs')
 export class BlobsController {
   constructor(
@@ -22,7 +20,6 @@ export class BlobsController {
 
   // Fastify answers HEAD through this GET route as well.
   @Get(':hash')
-  @BlobDocs.get()
   @Uncompressed()
   async get(@Param('hash') hash: string, @Query() query: Record<string, string>, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<FastifyReply> {
     if (this.store.driver !== 'local' || !isBlake3Hex(hash)) throw ApiError.notFound('blob');

@@ -2,19 +2,16 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
+import { buildDocument } from '../contract/index.js';
 import { deploymentIdOf, linkBase } from '../surface/request-scope.js';
-import { buildOpenApiDocument } from './document.js';
-
-export { AccountDocs, AssetDocs, BlobDocs, HealthDocs, JobDocs, UploadDocs } from './v2-endpoints.js';
-export { WebhookDocs } from './webhook-docs.js';
 
 /**
- * `<BASE_PATH>/openapi.json` (the document) and `<BASE_PATH>/docs` (Swagger UI, its assets served
- * by @fastify/static). Built on first request, when every module is in place, then kept.
+ * `<BASE_PATH>/openapi.json` (the document generated from the operation tables, see
+ * ../contract) and `<BASE_PATH>/docs` (Swagger UI, its assets served by @fastify/static).
  */
 export function mountApiDocs(app: NestFastifyApplication, config: Config): void {
-  let document: OpenAPIObject | null = null;
-  SwaggerModule.setup('docs', app, () => (document ??= buildOpenApiDocument(app, config)), {
+  const document = buildDocument(config.api.basePath) as unknown as OpenAPIObject;
+  SwaggerModule.setup('docs', app, document, {
     useGlobalPrefix: true,
     jsonDocumentUrl: 'openapi.json',
     raw: ['json'],

@@ -5,7 +5,6 @@ import type { Config } from '#libs/config';
 import type { Db } from '#libs/db';
 import { StorageWriteProbe, type BlobStore } from '#libs/storage';
 import { BLOB_STORE, CONFIG, DB, REDIS } from '../core/tokens.js';
-import { HealthDocs } from '../docs/index.js';
 import { shedReason } from '../http/overload.js';
 
 async function check(name: string, probe: () => Promise<unknown>): Promise<[string, string]> {
@@ -16,8 +15,6 @@ async function check(name: string, probe: () => Promise<unknown>): Promise<[stri
     return [name, `error: ${(err as Error).message.split('\n')[0]?.slice(0, 120) ?? 'unknown'}`];
   }
 }
-
-@HealthDocs.controller()
 @Controller()
 export class HealthController {
   private readonly storage: StorageWriteProbe;
@@ -33,7 +30,6 @@ export class HealthController {
 
   /** Alive: the process answers. Never shed, whatever the load: a busy replica is not a dead one. */
   @Get('healthz')
-  @HealthDocs.healthz()
   healthz(): { status: 'ok' } {
     return { status: 'ok' };
   }
@@ -43,7 +39,6 @@ export class HealthController {
    * is not shedding load (a balancer then sends its traffic to the others until it catches up).
    */
   @Get('readyz')
-  @HealthDocs.readyz()
   async readyz(@Res() reply: FastifyReply): Promise<void> {
     const checks = Object.fromEntries(
       await Promise.all([

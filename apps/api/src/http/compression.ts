@@ -1,6 +1,6 @@
 import compress from '@fastify/compress';
-import { RouteConfig } from '@nestjs/platform-fastify';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { RouteFlags } from './route-flags.js';
 
 /** Below this an answer goes as it is: the encoding would save a few bytes and cost a few µs. */
 export const COMPRESSION_THRESHOLD_BYTES = 1024;
@@ -21,7 +21,7 @@ export function isCompressible(contentType: string): boolean {
  * keep their length, their ETag (the hash of those bytes) and their byte ranges, so the route
  * is never encoded, whatever the media type.
  */
-export const Uncompressed = (): MethodDecorator => RouteConfig({ compress: false });
+export const Uncompressed = (): MethodDecorator => RouteFlags({ compress: false });
 
 /**
  * gzip or brotli (`Accept-Encoding`, brotli first when both are accepted) for answers of a

@@ -1,12 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { STATUS_CODES as HTTP_REASONS } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, ERROR_STATUS, errorEnvelope, type ErrorCode } from '#libs/contracts';
+import type { FastifyRequest } from 'fastify';
+import { ApiError, ERROR_STATUS, type ErrorCode } from '#libs/contracts';
+import { mountedRenderer } from './error-renderer.js';
 
-// Every error leaves in the contract's shape: the ErrorEnvelope on v2 and v1, the router's own
-// body on /v1/models. Errors can reach us from Nest (the exception filter) or from Fastify before a
-// handler runs (body parsing, unknown routes), so both paths call sendError.
+// What anything thrown means for the client (status, code, message), whatever surface answers it:
+// the surface's renderer (error-renderer.ts) then gives it its shape. Errors can reach us from Nest
+// (the exception filter) or from Fastify before a handler runs (body parsing, unknown routes).
 
 export interface ErrorShape {
   status: number;
@@ -124,16 +124,6 @@ export function frameworkErrorShape(err: { code?: string }): ErrorShape {
   return { status: 400, code: 'invalid_request', message: 'The request is invalid.' };
 }
 
-/** The Fastify instance, which Fastify binds the client-error handler to, once the router is mounted on it. */
-interface RouterMount {
-  routerBasePath?: string;
-}
-
-/** Tells the client-error handler of this instance that the router answers under `basePath`. */
-export function mountRouterErrors(fastify: FastifyInstance, basePath: string): void {
-  fastify.decorate('routerBasePath', basePath);
-}
-
 /** The path of the request line the parser refused, when it kept the bytes it was reading. */
 function rawRequestPath(err: { rawPacket?: unknown }): string | null {
   if (!Buffer.isBuffer(err.rawPacket)) return null;
@@ -143,56 +133,23 @@ function rawRequestPath(err: { rawPacket?: unknown }): string | null {
 /**
  * Node's `clientError`: bytes that are not HTTP, headers too large, or a client that did not send
  * its request in time. There is no request to answer through, so the reply is written to the
- * socket directly, in the envelope (the router's body and headers on a router path), and the
- * connection closed.
+ * socket directly, in the shape of the surface mounted at its path (when the parser kept it), and
+ * the connection closed. `this` is the Fastify instance Fastify binds the handler to.
  */
-export function rejectMalformedClient(this: RouterMount | undefined, err: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
+export function rejectMalformedClient(this: object | undefined, err: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, code, message] =
+  const shape: ErrorShape =
     err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? [408, 'request_timeout', 'The request was not received in time.']
+      ? { status: 408, code: 'request_timeout', message: 'The request was not received in time.' }
       : err.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'invalid_request', 'The request headers are too large.']
-        : [400, 'invalid_request', 'The request is not valid HTTP.'];
-  let headers = '';
-  let body = JSON.stringify(errorEnvelope(code, message));
-  const basePath = this?.routerBasePath;
-  const path = rawRequestPath(err);
-  if (basePath !== undefined && path !== null && isRouterPath(path, basePath)) {
-    const errorType = routerErrorType({ status, code, message });
-    headers = `X-Service-Request-Id: ${randomUUID()}\r\nX-Service-Error-Type: ${errorType}\r\n`;
-    body = JSON.stringify({ detail: message, error_type: errorType });
-  }
+        ? { status: 431, code: 'invalid_request', message: 'The request headers are too large.' }
+        : { status: 400, code: 'invalid_request', message: 'The request is not valid HTTP.' };
+  const { headers, body } = mountedRenderer(this, rawRequestPath(err) ?? '').raw(shape);
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${HTTP_REASONS[status]}\r\n${headers}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${shape.status} ${HTTP_REASONS[shape.status]}\r\n${lines}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();
-}
-
-export function isRouterPath(url: string, basePath: string): boolean {
-  return url.startsWith(`${basePath}/v1/models`);
-}
-
-export function sendError(request: FastifyRequest, reply: FastifyReply, shape: ErrorShape, basePath: string): FastifyReply {
-  for (const [name, value] of Object.entries(shape.headers ?? {})) reply.header(name, value);
-  reply.status(shape.status).type('application/json; charset=utf-8');
-  if (isRouterPath(request.url, basePath)) {
-    const errorType = routerErrorType(shape);
-    reply.header('x-service-error-type', errorType);
-    return reply.send({ detail: shape.message, error_type: errorType });
-  }
-  return reply.send(errorEnvelope(shape.code, shape.message, shape.details));
-}
-
-/** Router bodies use the router's 15 buckets; map generic failures onto them. */
-function routerErrorType(shape: ErrorShape): string {
-  if (shape.status === 401) return 'unauthorized';
-  if (shape.status === 403) return shape.code === 'not_enabled' ? 'not_enabled' : 'forbidden';
-  if (shape.status === 404) return 'model_not_found';
-  if (shape.status === 503) return 'service_unavailable';
-  if (shape.status === 429) return shape.code === 'rate_limited' ? 'rate_limited' : 'concurrency_limit_exceeded';
-  if (shape.status >= 400 && shape.status < 500) return 'invalid_input';
-  return 'internal_error';
 }

@@ -1,14 +1,14 @@
-import { type ArgumentsHost, Catch, type ExceptionFilter, Inject } from '@nestjs/common';
+import { type ArgumentsHost, Catch, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '#libs/config';
-import { CONFIG } from '../core/tokens.js';
-import { clientHungUp, sendError, toErrorShape } from './error-body.js';
+import { clientHungUp, toErrorShape } from './error-body.js';
+import { sendError } from './error-renderer.js';
 
-/** The one global filter: whatever is thrown leaves in the contract's error shape. */
+/**
+ * The one global filter: whatever is thrown leaves in the shape of the surface that serves the
+ * request (its renderer, from the route's metadata; see error-renderer.ts).
+ */
 @Catch()
 export class AllErrorsFilter implements ExceptionFilter {
-  constructor(@Inject(CONFIG) private readonly config: Config) {}
-
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
     const request = http.getRequest<FastifyRequest>();
@@ -24,6 +24,6 @@ export class AllErrorsFilter implements ExceptionFilter {
       reply.raw.destroy();
       return;
     }
-    sendError(request, reply, shape, this.config.api.basePath);
+    sendError(request, reply, shape, exception);
   }
 }

@@ -5,9 +5,9 @@ import type { Config } from '#libs/config';
 import { loggerOptions } from '#libs/logging';
 import { httpRequestObserved } from '#libs/metrics';
 import type { Draining } from '../core/draining.js';
-import { setServiceRequestId } from '../router/index.js';
 import { requestUrlRewriter } from '../surface/request-scope.js';
-import { frameworkErrorShape, rejectMalformedClient, sendError } from './error-body.js';
+import { frameworkErrorShape, rejectMalformedClient } from './error-body.js';
+import { sendError } from './error-renderer.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 // v2 `/jobs/{id}`, v1 `/job/{id}/status` and `/history/{id}`: the job a request is about.
@@ -51,10 +51,9 @@ export function fastifyOptions(config: Config): FastifyHttpOptions<Server> {
     // onRequest hook has put the request ids on the response.
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id);
-      setServiceRequestId(request, reply, config.api.basePath);
-      sendError(request, reply, frameworkErrorShape(error), config.api.basePath);
+      sendError(request, reply, frameworkErrorShape(error), error);
     },
-    // Malformed HTTP and clients past a deadline never become requests; they get the envelope too.
+    // Malformed HTTP and clients past a deadline never become requests; they get their surface's shape too.
     clientErrorHandler: rejectMalformedClient,
     // Every line logged while serving a request about a job carries its job_id (next to request_id).
     childLoggerFactory(logger, bindings, options, rawReq) {

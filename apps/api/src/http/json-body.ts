@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyBodyParser, FastifyRequest, RawServerDefault } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { ApiError, losslessReviver, mayHoldLongIntegers } from '#libs/contracts';
-import { isRouterPath } from './error-body.js';
+import { routeFlag } from './route-flags.js';
 
 /**
  * Deepest nesting of arrays and objects a JSON body may have. JSON.parse copes with any depth,
@@ -62,7 +62,7 @@ export function rawJsonBody(request: FastifyRequest): Buffer | undefined {
  * behind a depth check, so an absurdly nested body is a 400 in the contract's shape instead of a
  * stack overflow later. Registered through Nest so that Nest does not add its default one.
  */
-export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: number, basePath: string): void {
+export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: number): void {
   const parse = app.getHttpAdapter().getInstance().getDefaultJsonParser('error', 'error');
   const parser: FastifyBodyParser<Buffer, RawServerDefault> = (request, body, done) => {
     const text = body.toString('utf8');
@@ -70,8 +70,7 @@ export function installJsonDepthLimit(app: NestFastifyApplication, bodyLimit: nu
     // as if none was declared. A bodyless operation (cancel) then works; one that needs a body
     // refuses it in its own words.
     if (text.length === 0) return done(null, undefined);
-    const routerCall = request.method === 'POST' && isRouterPath(request.url, basePath);
-    if (routerCall) (request as FastifyRequest & { [RAW_JSON]?: Buffer })[RAW_JSON] = body;
+    if (routeFlag(request, 'keepsRawJson') === true) (request as FastifyRequest & { [RAW_JSON]?: Buffer })[RAW_JSON] = body;
     const fail = (err: Error) => done(null, new UnparsableBody(err));
     if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) return fail(tooDeepError());
     // Integers beyond 2^53 (the engine's seeds) keep every digit; the same poisoning checks apply.

@@ -5,9 +5,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError } from '#libs/contracts';
 import { requestShed } from '#libs/metrics';
-import { setServiceRequestId } from '../router/index.js';
 import { acceptQueueLength } from './accept-queue.js';
-import { isRouterPath } from './error-body.js';
+import { routeFlag } from './route-flags.js';
 
 // Load shedding. A replica given more than it can serve otherwise takes every request in and
 // serves them all late: its event loop falls seconds behind, it stops accepting connections (the
@@ -139,8 +138,6 @@ class LoadShedder {
   /** Counts a refusal and returns the error that answers it. */
   private refuse(request: FastifyRequest, reply: FastifyReply, reason: string): ApiError {
     requestShed(reason);
-    // Later onRequest hooks (the router's among them) do not run for a refused request.
-    setServiceRequestId(request, reply, this.basePath);
     return this.overloaded;
   }
 
@@ -152,7 +149,7 @@ class LoadShedder {
   private waitsByDesign(request: FastifyRequest): boolean {
     if (request.routeOptions.url?.endsWith('/events')) return true;
     if (/\bwait\b/i.test(String(request.headers.prefer ?? ''))) return true;
-    return request.method === 'POST' && isRouterPath(request.url, this.basePath);
+    return routeFlag(request, 'waitsByDesign') === true;
   }
 
   /**

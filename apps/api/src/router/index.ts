@@ -1,3 +1,2 @@
-// The router's public surface: the module, and the hook that names every router response.
+// The router's public surface: its module.
 export { RouterModule } from './router.module.js';
-export { setServiceRequestId } from './request-context.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isRouterPath, mountRouterErrors } from '../http/error-body.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { mountErrorRenderer, type ErrorRenderer } from '../http/error-renderer.js';
 import { isJsonContentType } from '../http/json-body.js';
 
 // Per-request facts the router needs before Nest sees the request: its own server-generated id
@@ -17,9 +17,8 @@ export function serviceRequestId(request: FastifyRequest): string {
   return (req[SERVICE_ID] ??= randomUUID());
 }
 
-/** Puts the router's id on a response to a router path; other responses are left alone. */
-export function setServiceRequestId(request: FastifyRequest, reply: FastifyReply, basePath: string): void {
-  if (isRouterPath(request.url, basePath)) reply.header('x-service-request-id', serviceRequestId(request));
+function isRouterPath(url: string, basePath: string): boolean {
+  return url.startsWith(`${basePath}/v1/models`);
 }
 
 /** The decoded path segments after `/v1/models/` (provider, model, and any more the caller sent). */
@@ -48,12 +47,12 @@ function readAsTextUnlessJson(request: FastifyRequest): void {
  * `onCut` hears of a call whose caller left while still sending its body: no guard or handler ever
  * runs for it, yet it is a call of its workspace (when its token names one), to be recorded.
  */
-export function installRouterHooks(fastify: FastifyInstance, basePath: string, onCut: (request: FastifyRequest, startedAt: number) => void): void {
-  // Requests the HTTP parser refuses never reach a hook; on router paths they still get the router's answer.
-  mountRouterErrors(fastify, basePath);
+export function installRouterHooks(fastify: FastifyInstance, basePath: string, errors: ErrorRenderer, onCut: (request: FastifyRequest, startedAt: number) => void): void {
+  // Requests no route takes (a bad URL, bytes the HTTP parser refuses) still get the router's answer on its paths.
+  mountErrorRenderer(fastify, `${basePath}/v1/models`, errors);
   // Callbacks, not async hooks: they run on every request (see installHttpHooks).
   fastify.addHook('onRequest', (request, reply, done) => {
-    setServiceRequestId(request, reply, basePath);
+    if (isRouterPath(request.url, basePath)) reply.header('x-service-request-id', serviceRequestId(request));
     if (request.method === 'POST' && isRouterPath(request.url, basePath)) {
       readAsTextUnlessJson(request);
       const startedAt = Date.now();

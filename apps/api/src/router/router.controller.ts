@@ -1,11 +1,13 @@
 import type { ServerResponse } from 'node:http';
-import { Controller, Delete, Get, Inject, Options, Param, Patch, Post, Put, Query, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { Controller, Delete, Get, Inject, Options, Param, Patch, Post, Put, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { CONFIG } from '../core/tokens.js';
 import { toErrorShape } from '../http/error-body.js';
+import { RendersErrors } from '../http/error-renderer.js';
 import { isJsonContentType, rawJsonBody, UnparsableBody } from '../http/json-body.js';
 import { requestOrigin } from '../http/request-origin.js';
+import { KeepsRawJson, WaitsByDesign } from '../http/route-flags.js';
 import { CallsService, type CallerFate } from './calls/calls.service.js';
 import { CatalogService, type ModelListEntry } from './catalog/catalog.service.js';
 import { CursorCodec, CursorError } from './catalog/cursor.js';
@@ -13,7 +15,7 @@ import { RouterError } from './errors.js';
 import { ifNoneMatchHits } from './etag.js';
 import { modelPathSegments, serviceRequestId } from './request-context.js';
 import { RouterAuthGuard, workspaceOf } from './router-auth.js';
-import { RouterExceptionFilter } from './router-exception.filter.js';
+import { routerErrors } from './router-errors.js';
 
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 100;
@@ -51,7 +53,7 @@ function callerFate(response: ServerResponse): CallerFate {
 
 @Controller('v1/models')
 @UseGuards(RouterAuthGuard)
-@UseFilters(RouterExceptionFilter)
+@RendersErrors(routerErrors)
 export class RouterController {
   private readonly cursors: CursorCodec;
 
@@ -120,6 +122,8 @@ export class RouterController {
   }
 
   @Post('*')
+  @WaitsByDesign()
+  @KeepsRawJson()
   async longCall(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const segments = modelPathSegments(request);
     return this.call(request, reply, segments.length === 2 ? segments[0]! : segments.join('/'), segments.length === 2 ? segments[1]! : '');
@@ -151,6 +155,8 @@ export class RouterController {
   }
 
   @Post(':provider/:model')
+  @WaitsByDesign()
+  @KeepsRawJson()
   async call(@Req() request: FastifyRequest, @Res() reply: FastifyReply, @Param('provider') provider: string, @Param('model') model: string): Promise<void> {
     const startedAt = Date.now();
     const fate = callerFate(reply.raw);

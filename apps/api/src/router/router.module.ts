@@ -16,7 +16,7 @@ import { LimitsService } from './limits/limits.service.js';
 import { installRouterHooks } from './request-context.js';
 import { RouterAuthGuard, RouterAuthService } from './router-auth.js';
 import { RouterController } from './router.controller.js';
-import { RouterExceptionFilter } from './router-exception.filter.js';
+import { routerErrors } from './router-errors.js';
 
 /** The model router: catalog, per-model schemas and synchronous partner calls under /v1/models. */
 @Module({
@@ -34,7 +34,6 @@ import { RouterExceptionFilter } from './router-exception.filter.js';
     MediaRehostService,
     RouterAuthService,
     RouterAuthGuard,
-    RouterExceptionFilter,
   ],
 })
 export class RouterModule implements OnModuleInit {
@@ -45,6 +44,6 @@ export class RouterModule implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    installRouterHooks(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), this.config.api.basePath, (request, startedAt) => this.guard.recordCut(request, startedAt));
+    installRouterHooks(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), this.config.api.basePath, routerErrors, (request, startedAt) => this.guard.recordCut(request, startedAt));
   }
 }

@@ -6,8 +6,11 @@ import { CONFIG } from '../core/tokens.js';
 import { SubmissionService } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
 import { InputFiles } from '../inputs/input-files.service.js';
+import { v1Errors } from './http/engine-body.js';
+import { RendersErrors } from '../http/error-renderer.js';
 
 /** What clients read when they connect: node definitions, features, system stats (models: V1ModelsController). */
+@RendersErrors(v1Errors)
 @Controller('api')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1InfoController {

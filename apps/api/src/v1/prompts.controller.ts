@@ -1,16 +1,17 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import { ApiError, isUuid } from '#libs/contracts';
-import type { Account, Job } from '#libs/db';
+import type { Account, Deployment, Job } from '#libs/db';
 import { toEngineErrorBody, validateWorkflow, workflowFormat } from '#libs/workflow';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { InputFiles } from '../inputs/input-files.service.js';
 import { JobControl } from '../jobs/job-control.service.js';
-import { JobViews, scopeOf, type JobScope } from '../jobs/job-views.service.js';
+import { JobViews, type JobScope } from '../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../jobs/submission.service.js';
 import { RateLimitGuard } from '../limits/index.js';
-import { DeploymentsService } from '../surface/deployments.service.js';
-import { BadBody, engineErrorBody, parseJsonObject } from './http/engine-body.js';
+import { CurrentDeployment, DeploymentScopeGuard, JobsScope } from '../surface/deployment-scope.js';
+import { RendersErrors } from '../http/error-renderer.js';
+import { BadBody, engineErrorBody, parseJsonObject, v1Errors } from './http/engine-body.js';
 import { EngineViews } from './jobs/engine-views.js';
 import { v1Status } from './jobs/v1-status.js';
 import { parsePromptBody } from './prompt-body.js';
@@ -83,8 +84,9 @@ function pinnedStructureBody(message: string, problems: PinnedStructureProblems,
  * like any other (v2 sees it too); every route sees, counts and touches the jobs v2's job routes
  * would on the same surface (`JobScope`): on a deployment's API, that deployment's jobs only.
  */
+@RendersErrors(v1Errors)
 @Controller('api')
-@UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
+@UseGuards(ApiKeyHeaderGuard, RateLimitGuard, DeploymentScopeGuard)
 export class V1PromptsController {
   constructor(
     private readonly submissions: SubmissionService,
@@ -92,15 +94,14 @@ export class V1PromptsController {
     private readonly inputs: InputFiles,
     private readonly views: EngineViews,
     private readonly jobs: JobViews,
-    private readonly deployments: DeploymentsService,
   ) {}
 
   @Post('prompt')
   @HttpCode(200)
   async submit(
     @CurrentAccount() account: Account,
+    @CurrentDeployment() deployment: Deployment | null,
     @Body() body: unknown,
-    @Req() http: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     if (account.status === 'inactive') throw new ApiError('inactive_account', 'The subscription of this account is not active; workflows cannot run.');
@@ -119,7 +120,6 @@ export class V1PromptsController {
       const ui = workflowFormat(request.prompt) === 'ui';
       return bad(engineErrorBody('invalid_prompt', ui ? 'The prompt is in the editor (UI) format; export it in API format.' : 'The prompt must be an object in API format.', ''));
     }
-    const deployment = await this.deployments.resolve(http, account);
     let job: Job;
     let nodeErrors: Record<string, unknown> = {};
     try {
@@ -150,23 +150,14 @@ export class V1PromptsController {
     return { prompt_id: job.id, number: Number(job.number), node_errors: nodeErrors };
   }
 
-  /**
-   * Whose jobs this request sees, as on v2: on the deployment surface an address without a
-   * deployment of the caller answers 404 as a submission there does.
-   */
-  private async scope(account: Account, http: FastifyRequest): Promise<JobScope> {
-    return scopeOf(account, await this.deployments.resolve(http, account));
-  }
-
   @Get('prompt')
-  async queueInfo(@CurrentAccount() account: Account, @Req() http: FastifyRequest) {
-    const remaining = await this.jobs.countInFlight(await this.scope(account, http));
+  async queueInfo(@JobsScope() scope: JobScope) {
+    const remaining = await this.jobs.countInFlight(scope);
     return { exec_info: { queue_remaining: remaining } };
   }
 
   @Get('job/:id/status')
-  async status(@CurrentAccount() account: Account, @Param('id') id: string, @Req() http: FastifyRequest) {
-    const scope = await this.scope(account, http);
+  async status(@JobsScope() scope: JobScope, @Param('id') id: string) {
     // As v2 reads a job: the same service, the same scope.
     const job = isUuid(id) ? await this.jobs.findOrNull(scope, id.toLowerCase()) : null;
     if (!job) throw ApiError.notFound('job');
@@ -174,8 +165,8 @@ export class V1PromptsController {
   }
 
   @Get('queue')
-  async queue(@CurrentAccount() account: Account, @Req() http: FastifyRequest) {
-    const jobs = await this.jobs.list(await this.scope(account, http), [...IN_FLIGHT]);
+  async queue(@JobsScope() scope: JobScope) {
+    const jobs = await this.jobs.list(scope, [...IN_FLIGHT]);
     return {
       queue_running: await this.views.queueTuples(jobs.filter((j) => j.status !== 'queued')),
       queue_pending: await this.views.queueTuples(jobs.filter((j) => j.status === 'queued')),
@@ -185,8 +176,7 @@ export class V1PromptsController {
   /** `{delete: [prompt_id, ...]}` cancels those jobs (waiting or running); `{clear: true}` every waiting one. */
   @Post('queue')
   @HttpCode(200)
-  async manageQueue(@CurrentAccount() account: Account, @Body() raw: unknown, @Req() http: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const mine = await this.scope(account, http);
+  async manageQueue(@JobsScope() mine: JobScope, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
     const body = parsedOr400(reply, () => parseDeleteBody(raw));
     if (!body) return reply;
     const targets: Job[] = [];
@@ -199,8 +189,7 @@ export class V1PromptsController {
   /** Interrupts the caller's running job named by `prompt_id`, or all of its running jobs. */
   @Post('interrupt')
   @HttpCode(200)
-  async interrupt(@CurrentAccount() account: Account, @Body() raw: unknown, @Req() http: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const mine = await this.scope(account, http);
+  async interrupt(@JobsScope() mine: JobScope, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
     const body = parsedOr400(reply, () => parseJsonObject(raw));
     if (!body) return reply;
     const promptId = typeof body.prompt_id === 'string' && isUuid(body.prompt_id) ? body.prompt_id.toLowerCase() : null;
@@ -211,8 +200,7 @@ export class V1PromptsController {
   }
 
   @Get('history')
-  async history(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() http: FastifyRequest) {
-    const mine = await this.scope(account, http);
+  async history(@JobsScope() mine: JobScope, @Query() query: Record<string, unknown>) {
     const take = intParam(query.max_items, 200, HISTORY_MAX);
     // As the engine counts it: `offset` skips that many of the oldest; without one the page is
     // the newest `max_items`. Either way the engine lists history oldest first.
@@ -223,8 +211,7 @@ export class V1PromptsController {
 
   /** A finished job of the caller, or `{}` as the engine answers for an unknown prompt. */
   @Get('history/:id')
-  async historyOf(@CurrentAccount() account: Account, @Param('id') id: string, @Req() http: FastifyRequest) {
-    const scope = await this.scope(account, http);
+  async historyOf(@JobsScope() scope: JobScope, @Param('id') id: string) {
     if (!isUuid(id)) return {};
     // Clients poll this while they wait: one query, as the v2 job view reads a job.
     const job = await this.jobs.findOrNull(scope, id.toLowerCase());
@@ -239,8 +226,7 @@ export class V1PromptsController {
    */
   @Post('history')
   @HttpCode(200)
-  async manageHistory(@CurrentAccount() account: Account, @Body() raw: unknown, @Req() http: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const mine = await this.scope(account, http);
+  async manageHistory(@JobsScope() mine: JobScope, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
     const body = parsedOr400(reply, () => parseDeleteBody(raw));
     if (!body) return reply;
     if (body.clear) await this.control.hideFromHistory(mine, null);

@@ -14,6 +14,8 @@ import { lastField, readMultipartUpload } from '../v2/assets/multipart-upload.js
 import { uploadExtension } from './files/file-names.js';
 import { V1Files } from './files/v1-files.service.js';
 import { applyMaskAlpha, ImageDecodeError } from './images/mask.js';
+import { v1Errors } from './http/engine-body.js';
+import { RendersErrors } from '../http/error-renderer.js';
 
 const FOLDER_TYPES = new Set(['input', 'temp', 'output']);
 
@@ -40,6 +42,7 @@ async function readAll(stream: Readable, limit: number): Promise<Buffer> {
  * Uploads into the content-addressed store. The name returned is the hash of the bytes plus an
  * extension, the same for the same bytes; `subfolder` and `overwrite` are accepted and ignored.
  */
+@RendersErrors(v1Errors)
 @Controller('api/upload')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1UploadsController {

@@ -12,6 +12,8 @@ import { sendBlob } from '../http/send-blob.js';
 import { RateLimitGuard } from '../limits/index.js';
 import { escapesFolder } from './files/file-names.js';
 import { V1Files } from './files/v1-files.service.js';
+import { v1Errors } from './http/engine-body.js';
+import { RendersErrors } from '../http/error-renderer.js';
 
 const FOLDER_TYPES = new Set(['input', 'output', 'temp']);
 
@@ -23,6 +25,7 @@ function text(value: unknown, max = 1024): string {
  * `GET /api/view`: a redirect to a signed URL of the caller's file. The client must not follow it
  * with its API key; the signed URL is its own authorization and the response carries no credential.
  */
+@RendersErrors(v1Errors)
 @Controller('api')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1ViewController {

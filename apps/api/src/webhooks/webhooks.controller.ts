@@ -2,23 +2,22 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req
 import type { FastifyRequest } from 'fastify';
 import type { Account } from '#libs/db';
 import { BearerAuthGuard, CurrentAccount } from '../auth/index.js';
-import { WebhookDocs } from '../docs/index.js';
 import { requireJsonObject } from '../http/json-body.js';
 import { RateLimitGuard } from '../limits/index.js';
 import { pageOf } from '../v2/paging.js';
 import { parseEndpointInput, parseEndpointPatch } from './endpoint-body.js';
 import { deliveryView, endpointView } from './views.js';
 import { WebhooksService } from './webhooks.service.js';
+import { envelopeErrors, RendersErrors } from '../http/error-renderer.js';
 
 /** v2 webhook endpoints of the caller's account, and their deliveries (docs/api.md, "Webhooks"). */
-@WebhookDocs.controller()
+@RendersErrors(envelopeErrors)
 @Controller('api/v2/webhooks')
 @UseGuards(BearerAuthGuard, RateLimitGuard)
 export class WebhooksController {
   constructor(private readonly webhooks: WebhooksService) {}
 
   @Post('endpoints')
-  @WebhookDocs.create()
   @HttpCode(201)
   async create(@CurrentAccount() account: Account, @Body() body: unknown, @Req() request: FastifyRequest) {
     const input = parseEndpointInput(requireJsonObject(request, body), this.webhooks.urlRules);
@@ -27,7 +26,6 @@ export class WebhooksController {
   }
 
   @Get('endpoints')
-  @WebhookDocs.list()
   async list(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>) {
     const q = this.webhooks.parsePage(query, account.id);
     const rows = await this.webhooks.list(account.id, q);
@@ -35,13 +33,11 @@ export class WebhooksController {
   }
 
   @Get('endpoints/:id')
-  @WebhookDocs.get()
   async get(@CurrentAccount() account: Account, @Param('id') id: string) {
     return endpointView(await this.webhooks.find(account.id, id));
   }
 
   @Patch('endpoints/:id')
-  @WebhookDocs.update()
   async update(@CurrentAccount() account: Account, @Param('id') id: string, @Body() body: unknown, @Req() request: FastifyRequest) {
     await this.webhooks.find(account.id, id);
     const patch = parseEndpointPatch(requireJsonObject(request, body), this.webhooks.urlRules);
@@ -49,14 +45,12 @@ export class WebhooksController {
   }
 
   @Delete('endpoints/:id')
-  @WebhookDocs.remove()
   @HttpCode(204)
   async remove(@CurrentAccount() account: Account, @Param('id') id: string): Promise<void> {
     await this.webhooks.remove(account.id, id);
   }
 
   @Post('endpoints/:id/rotate-secret')
-  @WebhookDocs.rotate()
   @HttpCode(200)
   async rotate(@CurrentAccount() account: Account, @Param('id') id: string) {
     const { endpoint, secret } = await this.webhooks.rotate(account.id, id);
@@ -64,14 +58,12 @@ export class WebhooksController {
   }
 
   @Post('endpoints/:id/test')
-  @WebhookDocs.test()
   @HttpCode(202)
   async test(@CurrentAccount() account: Account, @Param('id') id: string) {
     return deliveryView(await this.webhooks.test(account.id, id));
   }
 
   @Get('endpoints/:id/deliveries')
-  @WebhookDocs.deliveries()
   async deliveries(@CurrentAccount() account: Account, @Param('id') id: string, @Query() query: Record<string, unknown>) {
     const q = this.webhooks.parseDeliveryPage(query, account.id);
     const rows = await this.webhooks.deliveries(account.id, id, q);
@@ -79,7 +71,6 @@ export class WebhooksController {
   }
 
   @Post('deliveries/:id/redeliver')
-  @WebhookDocs.redeliver()
   @HttpCode(202)
   async redeliver(@CurrentAccount() account: Account, @Param('id') id: string) {
     return deliveryView(await this.webhooks.redeliver(account.id, id));

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { envelopeErrors, type ErrorRenderer } from '../../http/error-renderer.js';
 import { MAX_JSON_DEPTH, jsonNestsDeeperThan } from '../../http/json-body.js';
 
 /** The engine's 400 body: `{error: {type, message, details, extra_info}, node_errors}`. */
@@ -15,6 +16,21 @@ export class BadBody extends Error {
     super(message);
   }
 }
+
+/**
+ * v1 routes answer a body the engine would refuse (BadBody) in the engine's own 400 shape, so
+ * ComfyUI clients show it as they would the engine's; every other error (credentials, limits,
+ * not found) is the contract's ErrorEnvelope.
+ */
+export const v1Errors: ErrorRenderer = {
+  send(request, reply, shape, exception) {
+    if (exception instanceof BadBody) {
+      return reply.status(400).type('application/json; charset=utf-8').send(engineErrorBody(exception.type, exception.message, exception.details));
+    }
+    return envelopeErrors.send(request, reply, shape, exception);
+  },
+  raw: envelopeErrors.raw,
+};
 
 /**
  * v1 JSON bodies arrive as text (see `acceptAnyJsonBody`). Empty means `{}`; anything that does

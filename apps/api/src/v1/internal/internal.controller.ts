@@ -1,15 +1,16 @@
-import { Body, Controller, Get, HttpCode, Param, Patch, Req, Res, UseGuards } from '@nestjs/common';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Body, Controller, Get, HttpCode, Param, Patch, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import type { Account } from '#libs/db';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../../auth/index.js';
-import { scopeOf } from '../../jobs/job-views.service.js';
+import type { JobScope } from '../../jobs/job-views.service.js';
 import { RateLimitGuard } from '../../limits/index.js';
-import { DeploymentsService } from '../../surface/deployments.service.js';
+import { DeploymentScopeGuard, JobsScope } from '../../surface/deployment-scope.js';
 import { InputFiles } from '../../inputs/input-files.service.js';
-import { engineErrorBody, parseJsonObject } from '../http/engine-body.js';
+import { engineErrorBody, parseJsonObject, v1Errors } from '../http/engine-body.js';
 import { AccountModels } from '../models/model-lists.js';
 import { engineJson, parsedOr400 } from '../userdata/engine-replies.js';
 import { TERMINAL_SIZE, TenantLogs } from './tenant-logs.service.js';
+import { RendersErrors } from '../../http/error-renderer.js';
 
 /**
  * The engine's `/internal/...` routes (api_server/routes/internal/), which its front end reads:
@@ -17,26 +18,28 @@ import { TERMINAL_SIZE, TenantLogs } from './tenant-logs.service.js';
  * account's own jobs' lines, folders show no engine path, files are the account's own. The engine
  * serves these only without `/api`; here `/api/internal/...` answers the same.
  */
+@RendersErrors(v1Errors)
 @Controller('api/internal')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1InternalController {
   constructor(
     private readonly logs: TenantLogs,
-    private readonly deployments: DeploymentsService,
     private readonly models: AccountModels,
     private readonly inputs: InputFiles,
   ) {}
 
   /** The log as one string, each entry `"{t} - {m}"`. */
   @Get('logs')
-  async text(@CurrentAccount() account: Account, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
-    const entries = await this.logs.recent(scopeOf(account, await this.deployments.resolve(request, account)));
+  @UseGuards(DeploymentScopeGuard)
+  async text(@JobsScope() scope: JobScope, @Res() reply: FastifyReply) {
+    const entries = await this.logs.recent(scope);
     return engineJson(reply, entries.map((e) => `${e.t} - ${e.m}`).join(''));
   }
 
   @Get('logs/raw')
-  async raw(@CurrentAccount() account: Account, @Req() request: FastifyRequest) {
-    return { entries: await this.logs.recent(scopeOf(account, await this.deployments.resolve(request, account))), size: TERMINAL_SIZE };
+  @UseGuards(DeploymentScopeGuard)
+  async raw(@JobsScope() scope: JobScope) {
+    return { entries: await this.logs.recent(scope), size: TERMINAL_SIZE };
   }
 
   /** `{clientId, enabled}`: that client's sockets get a `logs` message with each of the account's jobs' lines as it ends. */

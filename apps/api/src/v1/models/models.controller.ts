@@ -8,6 +8,8 @@ import { InputFiles } from '../../inputs/input-files.service.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { AccountModels } from './model-lists.js';
 import { safetensorsMetadata } from './safetensors-header.js';
+import { v1Errors } from '../http/engine-body.js';
+import { RendersErrors } from '../../http/error-renderer.js';
 
 /** Folders the engine's `/experiment/models` leaves out (app/model_manager.py). */
 const NOT_MODEL_FOLDERS = new Set(['configs', 'custom_nodes']);
@@ -16,6 +18,7 @@ const NOT_MODEL_FOLDERS = new Set(['configs', 'custom_nodes']);
  * The engine's model routes (server.py, app/model_manager.py) over the account's model lists.
  * No engine path is ever shown: the engines' folders are theirs, so folder paths are empty lists.
  */
+@RendersErrors(v1Errors)
 @Controller('api')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1ModelsController {

@@ -7,6 +7,8 @@ import { AccountModels } from '../models/model-lists.js';
 import { engineText } from '../userdata/engine-replies.js';
 import { DEFAULT_CHECKPOINT, textToImageWorkflow } from './stock-workflows.js';
 import { graphThumbnail } from './thumbnail.js';
+import { v1Errors } from '../http/engine-body.js';
+import { RendersErrors } from '../../http/error-renderer.js';
 
 /** The stock template: its name is the file name the front end loads (`/templates/{name}.json`). */
 const STOCK = 'default';
@@ -42,6 +44,7 @@ function templateIndex() {
  * The engine's workflow templates: `/templates/...` (static files next to the front end, the
  * same for everyone) and `/api/workflow_templates` (example workflows of installed custom nodes).
  */
+@RendersErrors(v1Errors)
 @Controller()
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1TemplatesController {

@@ -3,9 +3,10 @@ import type { FastifyReply } from 'fastify';
 import type { Account } from '#libs/db';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../../auth/index.js';
 import { RateLimitGuard } from '../../limits/index.js';
-import { BadBody, engineErrorBody, parseJsonObject, parseJsonText } from '../http/engine-body.js';
+import { BadBody, engineErrorBody, parseJsonObject, parseJsonText, v1Errors } from '../http/engine-body.js';
 import { engineJson, engineText, parsedOr400 } from './engine-replies.js';
 import { UserDataRefused, UserFiles } from './user-files.service.js';
+import { RendersErrors } from '../../http/error-renderer.js';
 
 /** The one user of an account, in the engine's user-data layout (`user/default/`). */
 const USER_ID = 'default';
@@ -16,6 +17,7 @@ const USER_ID = 'default';
  * clients never send `Comfy-User` or create users. Settings are the file `comfy.settings.json` in
  * the account's user folder, read and merged as the engine does; `/api/userdata` sees the same file.
  */
+@RendersErrors(v1Errors)
 @Controller('api')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1SettingsController {

@@ -7,6 +7,8 @@ import { engineJson, engineText, queryValue } from './engine-replies.js';
 import { OversizedFile, fileBytes, sentContentType } from './request-bodies.js';
 import { UserDataRefused, UserFiles, fileInfo, servedContentType, type StoredFile } from './user-files.service.js';
 import { baseName, isHidden, parentFolders, relativeTo, resolveUserPath, unquote } from './user-paths.js';
+import { v1Errors } from '../http/engine-body.js';
+import { RendersErrors } from '../../http/error-renderer.js';
 
 const INVALID_NAME = 'Invalid filename. Please avoid special characters like :\\/*?"<>|';
 
@@ -31,6 +33,7 @@ function etagOf(file: StoredFile): string {
  * `/api/v2/userdata` lists files and folders. Names resolve as the engine resolves them and never
  * leave the caller's own folder; answers have the engine's statuses and texts.
  */
+@RendersErrors(v1Errors)
 @Controller('api')
 @UseGuards(ApiKeyHeaderGuard, RateLimitGuard)
 export class V1UserDataController {

@@ -11,7 +11,7 @@ import { UpgradeAuth } from '../../auth/index.js';
 import { CONFIG } from '../../core/tokens.js';
 import { upgradeOriginAllowed } from '../../http/cors.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
-import { scopeOf, type JobScope } from '../../jobs/job-views.service.js';
+import type { JobScope } from '../../jobs/job-views.service.js';
 import { AccountLimits } from '../../limits/index.js';
 import { DeploymentsService } from '../../surface/deployments.service.js';
 import { requestUrlRewriter } from '../../surface/request-scope.js';
@@ -123,7 +123,8 @@ export class V1SocketServer implements OnModuleInit, OnModuleDestroy, BeforeAppl
 
   private async accept(request: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
     const account = await this.auth.authenticate(request);
-    const scope = scopeOf(account, await this.deployments.resolve({ raw: request }, account));
+    // Resolved once, at the upgrade: every message of the socket is within it.
+    const scope = await this.deployments.jobScope({ raw: request }, account);
     const given = url.searchParams.get('clientId');
     const sid = given && CLIENT_ID.test(given) ? given : randomUUID().replace(/-/g, '');
     const stream = await this.limits.openStream(account, `ws:${randomUUID()}`);

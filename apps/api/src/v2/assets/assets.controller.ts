@@ -6,7 +6,6 @@ import type { Account } from '#libs/db';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { BLOB_STORE, CONFIG } from '../../core/tokens.js';
-import { AssetDocs } from '../../docs/index.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { Uncompressed } from '../../http/compression.js';
 import { requireJsonObject } from '../../http/json-body.js';
@@ -19,8 +18,8 @@ import { lastField, readMultipartUpload } from './multipart-upload.js';
 import { UploadKeys } from './upload-keys.js';
 import { UrlImports } from './url-import.js';
 import { parseIdempotencyKey } from '../jobs/submit-body.js';
-
-@AssetDocs.controller()
+import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
+@RendersErrors(envelopeErrors)
 @Controller('api/v2/assets')
 @UseGuards(BearerAuthGuard, RateLimitGuard)
 export class AssetsController {
@@ -34,7 +33,6 @@ export class AssetsController {
   ) {}
 
   @Post()
-  @AssetDocs.upload()
   async upload(@CurrentAccount() account: Account, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<AssetView> {
     const key = parseIdempotencyKey(request.headers['idempotency-key']);
     // A used key is refused before a byte of the body is read or stored.
@@ -71,7 +69,6 @@ export class AssetsController {
 
   /** A file fetched from a URL by the service, recorded like an upload (201 when its bytes are new to the caller). */
   @Post('from-url')
-  @AssetDocs.fromUrl()
   async fromUrl(@CurrentAccount() account: Account, @Body() body: unknown, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<AssetView> {
     const key = parseIdempotencyKey(request.headers['idempotency-key']);
     if (key) await this.keys.refuseUsed(account.id, key);
@@ -82,7 +79,6 @@ export class AssetsController {
   }
 
   @Get()
-  @AssetDocs.list()
   async listAssets(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest) {
     const q = this.list.parse(query, account.id);
     const rows = await this.list.page(account.id, q);
@@ -91,7 +87,6 @@ export class AssetsController {
   }
 
   @Post('from-hash')
-  @AssetDocs.fromHash()
   async fromHash(
     @CurrentAccount() account: Account,
     @Body() body: unknown,
@@ -104,28 +99,24 @@ export class AssetsController {
   }
 
   @Head('by-hash/:hash')
-  @AssetDocs.byHash()
   async byHash(@CurrentAccount() account: Account, @Param('hash') hash: string, @Res() reply: FastifyReply): Promise<void> {
     const found = await this.assets.hasBlob(account, hash);
     reply.status(found ? 200 : 404).send();
   }
 
   @Get(':id')
-  @AssetDocs.get()
   async get(@CurrentAccount() account: Account, @Param('id', new UuidPipe('asset')) id: string, @Req() request: FastifyRequest): Promise<AssetView> {
     const asset = await this.assets.find(account, id);
     return this.assets.view(asset, asset.blob.sizeBytes, request);
   }
 
   @Delete(':id')
-  @AssetDocs.remove()
   @HttpCode(204)
   async remove(@CurrentAccount() account: Account, @Param('id', new UuidPipe('asset')) id: string): Promise<void> {
     await this.assets.remove(account, id);
   }
 
   @Get(':id/content')
-  @AssetDocs.content()
   @Uncompressed()
   async content(
     @CurrentAccount() account: Account,

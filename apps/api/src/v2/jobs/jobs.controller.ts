@@ -2,29 +2,28 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError, isTerminal, type JobView } from '#libs/contracts';
-import type { Account } from '#libs/db';
+import type { Account, Deployment } from '#libs/db';
 import { JobStore } from '#libs/jobs';
 import { toV2NodeErrors } from '#libs/workflow';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { Draining } from '../../core/draining.js';
 import { CONFIG } from '../../core/tokens.js';
-import { JobDocs } from '../../docs/index.js';
 import { requireJsonObject } from '../../http/json-body.js';
 import { UuidPipe } from '../../http/uuid.pipe.js';
 import { EventFanout } from '../../jobs/event-fanout.js';
 import { JobControl } from '../../jobs/job-control.service.js';
-import { JobViews, scopeOf, type JobScope } from '../../jobs/job-views.service.js';
+import { JobViews, type JobScope } from '../../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../../jobs/submission.service.js';
 import { AccountLimits, RateLimitGuard } from '../../limits/index.js';
-import { DeploymentsService } from '../../surface/deployments.service.js';
+import { CurrentDeployment, DeploymentScopeGuard, JobsScope } from '../../surface/deployment-scope.js';
 import { parseCancelAfter } from './cancel-after.js';
 import { JobEventStream } from './job-event-stream.js';
 import { nextCursor, parseJobListQuery } from './job-list.js';
 import { parseIdempotencyKey, parsePreferWait, parseSubmitBody } from './submit-body.js';
-
-@JobDocs.controller()
+import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
+@RendersErrors(envelopeErrors)
 @Controller()
-@UseGuards(BearerAuthGuard, RateLimitGuard)
+@UseGuards(BearerAuthGuard, RateLimitGuard, DeploymentScopeGuard)
 export class JobsController {
   constructor(
     private readonly jobs: JobStore,
@@ -35,14 +34,13 @@ export class JobsController {
     private readonly eventStream: JobEventStream,
     private readonly fanout: EventFanout,
     private readonly limits: AccountLimits,
-    private readonly deployments: DeploymentsService,
     private readonly stopping: Draining,
   ) {}
 
   @Post('api/v2/jobs')
-  @JobDocs.submit()
   async submit(
     @CurrentAccount() account: Account,
+    @CurrentDeployment() deployment: Deployment | null,
     @Body() body: unknown,
     @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
@@ -51,7 +49,6 @@ export class JobsController {
     const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
     const wait = parsePreferWait(request.headers.prefer, this.config.jobs.preferWaitMaxSeconds);
     const cancelAfterSeconds = parseCancelAfter(request.headers['cancel-after']);
-    const deployment = await this.deployments.resolve(request, account);
     let job;
     try {
       job = await this.submissions.submit(account, { ...parsed, idempotencyKey, source: 'v2', deployment, cancelAfterSeconds });
@@ -101,21 +98,8 @@ export class JobsController {
     });
   }
 
-  /**
-   * Whose jobs this request sees. On the deployment surface every job route resolves the addressed
-   * deployment as a submission does (none addressed, unknown, another account's: the same 404), and
-   * sees that deployment's jobs only: a deployment's API must not reach the account's cloud jobs or
-   * another deployment's, and a job out of scope answers 404 as an unknown id, not as a job that is
-   * someone else's. Elsewhere the scope is the account.
-   */
-  private async scope(account: Account, request: FastifyRequest): Promise<JobScope> {
-    return scopeOf(account, await this.deployments.resolve(request, account));
-  }
-
   @Get('api/v2/jobs')
-  @JobDocs.list()
-  async list(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest) {
-    const scope = await this.scope(account, request);
+  async list(@CurrentAccount() account: Account, @JobsScope() scope: JobScope, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest) {
     const q = parseJobListQuery(query, this.config.signingSecret, account.id);
     const rows = await this.views.page(scope, q);
     const page = rows.slice(0, q.limit);
@@ -129,37 +113,30 @@ export class JobsController {
   }
 
   @Get('api/v2/jobs/:id')
-  @JobDocs.get()
-  async get(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest): Promise<JobView> {
-    return this.views.render(await this.views.find(await this.scope(account, request), id), request);
+  async get(@JobsScope() scope: JobScope, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest): Promise<JobView> {
+    return this.views.render(await this.views.find(scope, id), request);
   }
 
   @Get('api/v2/jobs/:id/workflow')
-  @JobDocs.workflow()
-  async workflow(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest) {
-    return { workflow: await this.views.workflow(await this.scope(account, request), id), format: 'api' };
+  async workflow(@JobsScope() scope: JobScope, @Param('id', new UuidPipe('job')) id: string) {
+    return { workflow: await this.views.workflow(scope, id), format: 'api' };
   }
 
   @Get('api/v2/jobs/:id/events')
-  @JobDocs.events()
-  async events(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    await this.eventStream.stream(account, await this.scope(account, request), id, request, reply);
+  async events(@CurrentAccount() account: Account, @JobsScope() scope: JobScope, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    await this.eventStream.stream(account, scope, id, request, reply);
   }
 
   @Post('api/v2/jobs/:id/cancel')
-  @JobDocs.cancel()
   @HttpCode(200)
-  async cancel(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest): Promise<JobView> {
-    const scope = await this.scope(account, request);
+  async cancel(@JobsScope() scope: JobScope, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest): Promise<JobView> {
     const job = await this.views.find(scope, id);
     await this.control.cancel(job);
     return this.views.render(await this.views.find(scope, id), request);
   }
 
   @Get('api/v2/jobs/:id/logs')
-  @JobDocs.logs()
-  async logs(@CurrentAccount() account: Account, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<FastifyReply> {
-    const scope = await this.scope(account, request);
+  async logs(@JobsScope() scope: JobScope, @Param('id', new UuidPipe('job')) id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<FastifyReply> {
     // The contract: without logs, a routing 404 that cannot be told from the job being gone.
     if (!this.config.jobs.captureLogs) throw ApiError.notFound('job');
     const job = await this.views.find(scope, id);
@@ -169,9 +146,7 @@ export class JobsController {
 
   /** Deployment surface: the pinned workflow this deployment runs. */
   @Get('workflow')
-  @JobDocs.pinnedWorkflow()
-  async pinnedWorkflow(@CurrentAccount() account: Account, @Req() request: FastifyRequest) {
-    const deployment = await this.deployments.resolve(request, account);
+  pinnedWorkflow(@CurrentDeployment() deployment: Deployment | null) {
     if (!deployment) throw ApiError.noRoute();
     return { workflow: deployment.workflow, format: 'api' };
   }

@@ -1,28 +1,26 @@
-import { ApiError, isIdempotencyKey } from '#libs/contracts';
-
-const EXTRA_DATA_KEYS = new Set(['api_key_comfy_org', 'auth_token_comfy_org']);
-const RESERVED = new Set(['webhook_url', 'inputs']);
+import type { z } from 'zod';
+import { ApiError, isIdempotencyKey, SubmitJobRequestSchema } from '#libs/contracts';
+import { parseWith } from '../../contract/index.js';
 
 export interface SubmitBody {
   workflow: unknown;
   extraData?: Record<string, unknown>;
 }
 
-/** `{workflow, extra_data?}`; extra_data is closed to the partner-credential keys. */
+/**
+ * v2's validation error: an unknown or reserved field is named first (as the contract words it),
+ * a missing workflow is `invalid_workflow`, anything else `invalid_request`.
+ */
+function refuseSubmission(issues: z.core.$ZodIssue[]): ApiError {
+  const issue = issues.find((i) => i.code === 'unrecognized_keys' && i.path.length === 0) ?? issues[0]!;
+  if (issue.path.length === 1 && issue.path[0] === 'workflow') return new ApiError('invalid_workflow', issue.message);
+  return ApiError.invalid(issue.message);
+}
+
+/** `{workflow, extra_data?}` (SubmitJobRequest); extra_data is closed to the partner-credential keys. */
 export function parseSubmitBody(body: Record<string, unknown>): SubmitBody {
-  for (const key of Object.keys(body)) {
-    if (RESERVED.has(key)) throw ApiError.invalid(`"${key}" is reserved and not supported yet.`);
-    if (key !== 'workflow' && key !== 'extra_data') throw ApiError.invalid(`Unknown field "${key}".`);
-  }
-  if (!('workflow' in body)) throw new ApiError('invalid_workflow', 'The body needs a "workflow" in the engine API format.');
-  const extra = body.extra_data;
-  if (extra === undefined || extra === null) return { workflow: body.workflow };
-  if (typeof extra !== 'object' || Array.isArray(extra)) throw ApiError.invalid('extra_data must be an object.');
-  for (const [key, value] of Object.entries(extra)) {
-    if (!EXTRA_DATA_KEYS.has(key)) throw ApiError.invalid(`extra_data accepts only ${[...EXTRA_DATA_KEYS].join(', ')}.`);
-    if (typeof value !== 'string' || value.length > 4096) throw ApiError.invalid(`extra_data.${key} must be a string.`);
-  }
-  return { workflow: body.workflow, extraData: extra as Record<string, unknown> };
+  const parsed = parseWith(SubmitJobRequestSchema, body, refuseSubmission);
+  return parsed.extra_data ? { workflow: parsed.workflow, extraData: parsed.extra_data } : { workflow: parsed.workflow };
 }
 
 export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {

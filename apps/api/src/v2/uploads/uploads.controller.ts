@@ -4,12 +4,12 @@ import type { Config } from '#libs/config';
 import type { Account } from '#libs/db';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { CONFIG } from '../../core/tokens.js';
-import { UploadDocs } from '../../docs/index.js';
 import { Uncompressed } from '../../http/compression.js';
 import { requestOrigin } from '../../http/request-origin.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { ResumableUploads } from './resumable-uploads.service.js';
 import { sendWebResponse, toWebRequest } from './web-exchange.js';
+import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
 
 /**
  * Resumable uploads (the tus protocol, v1.0.0 with creation, creation-with-upload, termination
@@ -17,7 +17,7 @@ import { sendWebResponse, toWebRequest } from './web-exchange.js';
  * …/{id}` appends bytes from there, `DELETE …/{id}` abandons it. Authenticated like the rest of
  * v2. (No `OPTIONS` discovery: the API's CORS layer owns that method.)
  */
-@UploadDocs.controller()
+@RendersErrors(envelopeErrors)
 @Controller('api/v2/uploads')
 @UseGuards(BearerAuthGuard, RateLimitGuard)
 export class UploadsController {
@@ -32,27 +32,23 @@ export class UploadsController {
   }
 
   @Post()
-  @UploadDocs.create()
   @Uncompressed()
   create(@CurrentAccount() account: Account, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     return this.serve(account, request, reply);
   }
 
   @Head(':id')
-  @UploadDocs.offset()
   offset(@CurrentAccount() account: Account, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     return this.serve(account, request, reply);
   }
 
   @Patch(':id')
-  @UploadDocs.append()
   @Uncompressed()
   append(@CurrentAccount() account: Account, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     return this.serve(account, request, reply);
   }
 
   @Delete(':id')
-  @UploadDocs.abandon()
   abandon(@CurrentAccount() account: Account, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     return this.serve(account, request, reply);
   }

@@ -1,0 +1,125 @@
+import { z } from 'zod';
+import { isStorableText } from '../text.js';
+import { checkedLater, component, uuid } from './components.js';
+
+// The engine-compatible v1 surface's shapes, as the engine (ComfyUI's server.py) sends and takes them.
+
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_SECRET = 4096;
+export const MAX_PNGINFO_BYTES = 1024 * 1024;
+
+const secret = z.string().max(MAX_SECRET).nullable().optional();
+
+export const V1PromptRequestSchema = component(
+  'V1PromptRequest',
+  z.looseObject({
+    prompt: checkedLater(z.unknown().refine((v) => v !== undefined && v !== null), 'Workflow'),
+    prompt_id: z.string().regex(UUID_TEXT).nullable().optional().describe('Optional id for the job; a new one is made when absent.'),
+    client_id: z.string().max(256).refine(isStorableText).nullable().optional(),
+    extra_data: z
+      .looseObject({
+        api_key_service_org: secret,
+        api_key_comfy_org: secret,
+        auth_token_comfy_org: secret,
+        extra_pnginfo: z
+          .record(z.string(), z.unknown())
+          .refine((v) => JSON.stringify(v).length <= MAX_PNGINFO_BYTES)
+          .nullable()
+          .optional(),
+      })
+      .nullable()
+      .optional()
+      .describe('Partner-node key for this run only (`api_key_comfy_org`, the same as the cloud key); never stored or logged.'),
+    number: z.unknown().optional().describe('Accepted and ignored (fair per-account queue).'),
+    front: z.unknown().optional().describe('Accepted and ignored.'),
+  }),
+);
+export type V1PromptRequest = z.infer<typeof V1PromptRequestSchema>;
+
+export const V1PromptResponseSchema = component('V1PromptResponse', z.object({ prompt_id: uuid(), number: z.int(), node_errors: z.record(z.string(), z.unknown()) }));
+
+export const V1EngineErrorSchema = component(
+  'V1EngineError',
+  z
+    .object({
+      error: z.object({
+        type: z.string().meta({ examples: ['no_prompt', 'invalid_prompt', 'prompt_no_outputs', 'prompt_outputs_failed_validation', 'invalid_json'] }),
+        message: z.string(),
+        details: z.string().optional(),
+        extra_info: z.record(z.string(), z.unknown()).optional(),
+      }),
+      node_errors: z.record(
+        z.string(),
+        z.looseObject({ class_type: z.string().optional(), dependent_outputs: z.array(z.string()).optional(), errors: z.array(z.record(z.string(), z.unknown())).optional() }),
+      ),
+    })
+    .describe("The engine's validation failure body."),
+);
+
+export const V1UploadSchema = component(
+  'V1Upload',
+  z.object({
+    image: z.string().meta({ contentMediaType: 'application/octet-stream' }),
+    type: z.enum(['input', 'temp', 'output']).optional(),
+    subfolder: z.string().optional().describe('Accepted and ignored: storage is flat and content-addressed.'),
+    overwrite: z.enum(['true', 'false']).optional().describe('Accepted and ignored.'),
+  }),
+);
+
+export const V1MaskUploadSchema = component(
+  'V1MaskUpload',
+  z.object({
+    image: z.string().meta({ contentMediaType: 'application/octet-stream', description: 'The mask; its alpha channel is applied to the original.' }),
+    type: z.enum(['input']).optional(),
+    subfolder: z.string().optional().describe('Accepted and ignored.'),
+    original_ref: z.string().describe('JSON `{filename, subfolder, type}` naming the original image.'),
+  }),
+);
+
+export const V1UploadResponseSchema = component('V1UploadResponse', z.object({ name: z.string(), subfolder: z.string(), type: z.string().optional() }));
+
+export const V1JobStatusSchema = component(
+  'V1JobStatus',
+  z.object({
+    status: z.string().meta({
+      description: 'Terminal: success, error, non_retryable_error, lost, cancelled. Any other value means in flight.',
+      examples: ['submitted', 'queued_waiting', 'preparing', 'executing', 'cancel_requested', 'success', 'error', 'non_retryable_error', 'lost', 'cancelled'],
+    }),
+  }),
+);
+
+export const V1QueueSchema = component(
+  'V1Queue',
+  z
+    .object({ queue_running: z.array(z.array(z.unknown())), queue_pending: z.array(z.array(z.unknown())) })
+    .describe('Items are `[number, prompt_id, prompt, extra_data, outputs_to_execute]` (credentials stripped).'),
+);
+
+export const V1QueueInfoSchema = component('V1QueueInfo', z.object({ exec_info: z.object({ queue_remaining: z.int() }) }));
+
+export const V1QueueRequestSchema = component('V1QueueRequest', z.looseObject({ delete: z.array(z.string()).optional(), clear: z.boolean().optional() }));
+
+export const V1InterruptRequestSchema = component(
+  'V1InterruptRequest',
+  z.looseObject({ prompt_id: z.string().nullable().optional().describe('Interrupt only this job; all running jobs of the account when absent.') }),
+);
+
+export const V1HistorySchema = component(
+  'V1History',
+  z
+    .record(z.string(), z.record(z.string(), z.unknown()))
+    .describe(
+      'Keyed by prompt id: `{prompt, outputs: {node_id: {images: [{filename, subfolder, type}]}}, status: {status_str, completed, messages}, meta}`. `{}` for an unknown prompt.',
+    ),
+);
+
+export const V1ObjectInfoSchema = component(
+  'V1ObjectInfo',
+  z.record(z.string(), z.record(z.string(), z.unknown())).describe('Node definitions keyed by class name; each has at least `input.required`.'),
+);
+
+export const V1NameListSchema = component('V1NameList', z.array(z.string()));
+
+export const V1FeaturesSchema = component('V1Features', z.looseObject({ supports_preview_metadata: z.boolean(), max_upload_size: z.int() }));
+
+export const V1SystemStatsSchema = component('V1SystemStats', z.looseObject({ system: z.record(z.string(), z.unknown()), devices: z.array(z.record(z.string(), z.unknown())) }));

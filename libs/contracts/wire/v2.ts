@@ -1,0 +1,322 @@
+import { z } from 'zod';
+import { ERROR_STATUS } from '../errors.js';
+import { BLAKE3, additive, checkedLater, component, dateTime, int64, pageOf, uriReference, uuid } from './components.js';
+
+// The v2 surface's shapes (jobs, assets, account), as Comfy's public v2 document names them;
+// where this service goes beyond it, the description starts with "Additive:".
+
+export const ErrorCodeSchema = component(
+  'ErrorCode',
+  z
+    .enum(Object.keys(ERROR_STATUS) as [keyof typeof ERROR_STATUS, ...(keyof typeof ERROR_STATUS)[]])
+    .describe(
+      'Known values of `error.code`, with the HTTP status each comes with: ' +
+        Object.entries(ERROR_STATUS).map(([code, status]) => `\`${code}\` (${status})`).join(', ') +
+        '. A 429 is told apart by `error.code` alone; back off for `Retry-After` seconds. Clients should treat an unknown code by its status.',
+    ),
+);
+
+export const ErrorEnvelopeSchema = component(
+  'ErrorEnvelope',
+  z.object({
+    error: z.object({
+      code: z.string().meta({ description: 'Machine-readable; see ErrorCode for the known values.', examples: ['not_found'] }),
+      message: z.string().describe('Human-readable and safe to show.'),
+      details: z
+        .record(z.string(), z.unknown())
+        .nullable()
+        .optional()
+        .describe('Free-form. On `invalid_workflow`, `node_errors` maps node ids to lists of `{field, reason}`.'),
+    }),
+  }),
+);
+
+export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'canceling', 'canceled', 'failed', 'expired'] as const;
+export const JobStatusSchema = component('JobStatus', z.enum(JOB_STATUSES).describe('Terminal: succeeded, canceled, failed, expired.'));
+export type JobStatusName = z.infer<typeof JobStatusSchema>;
+
+export const TERMINAL_STATUSES: readonly JobStatusName[] = ['succeeded', 'canceled', 'failed', 'expired'];
+
+export function isTerminal(status: string): boolean {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
+}
+
+export const ProgressSchema = component(
+  'Progress',
+  z
+    .object({
+      value: z.number().min(0).max(1).meta({ format: 'double' }),
+      nodes_done: z.int(),
+      nodes_total: z.int(),
+      current_node: z.string().nullable(),
+      current_node_class: z.string().nullable(),
+      step: z.int().nullable(),
+      steps: z.int().nullable(),
+      message: z.string().nullable(),
+    })
+    .describe('A complete snapshot: one re-syncs a client. Each node weighs 1, a node with steps 1 + steps.'),
+);
+export type ProgressView = z.infer<typeof ProgressSchema>;
+
+export const OutputTypeSchema = component('OutputType', z.enum(['image', 'video', 'audio', 'text', 'file', 'latent']));
+
+export const OutputSchema = component(
+  'Output',
+  z.object({
+    node_id: z.string(),
+    name: z.string(),
+    type: OutputTypeSchema,
+    content_type: z.string(),
+    size_bytes: int64(),
+    id: uuid().describe('Asset id: GET /api/v2/assets/{id}.'),
+    hash: z.string().regex(BLAKE3).nullable(),
+    url: z.url(),
+    url_expires_at: dateTime(),
+    job_id: z.string().nullable().optional(),
+  }),
+);
+export type OutputView = z.infer<typeof OutputSchema>;
+
+export const JobErrorSchema = component(
+  'JobError',
+  z
+    .looseObject({
+      code: z.string().meta({ examples: ['node_execution_error', 'engine_unavailable', 'execution_timeout', 'missing_asset', 'prompt_rejected'] }),
+      message: z.string(),
+      node_id: z.string().nullable().optional(),
+      class_type: z.string().nullable().optional(),
+      traceback: z.string().nullable().optional(),
+    })
+    .describe('Why the job failed or expired (an execution outcome, not an HTTP error). May carry more fields (the engine\'s exception details).'),
+);
+export type JobErrorView = z.infer<typeof JobErrorSchema>;
+
+export const JobUrlsSchema = component(
+  'JobUrls',
+  z
+    .object({ self: uriReference(), events: uriReference(), cancel: uriReference(), logs: uriReference().optional().describe(additive('the captured log; absent on surfaces that capture no logs.')) })
+    .describe('Follow-up links, host-relative (leading /) with any mount prefix included: resolve against the request origin.'),
+);
+export type JobUrls = z.infer<typeof JobUrlsSchema>;
+
+export const JobSchema = component(
+  'Job',
+  z.object({
+    id: uuid(),
+    status: JobStatusSchema,
+    created_at: dateTime(),
+    started_at: dateTime().nullable(),
+    completed_at: dateTime().nullable(),
+    expires_at: dateTime().describe('Retention deadline: after it the job and its outputs answer 404.'),
+    queue_position: z.int().nullable().describe('Jobs that start before this one (0 = next); null once running.'),
+    progress: ProgressSchema.nullable(),
+    outputs: z.array(OutputSchema),
+    error: JobErrorSchema.nullable(),
+    metrics: z
+      .object({ queue_ms: z.int().nullable(), execution_ms: z.int().nullable() })
+      .catchall(z.int().nullable())
+      .describe('A metric not yet known is null, not omitted.'),
+    urls: JobUrlsSchema,
+    deadline_at: dateTime()
+      .nullable()
+      .describe(additive('the deadline `Cancel-After` set; past it the job ends `expired` (`deadline_exceeded`). Null without one.')),
+  }),
+);
+export type JobView = z.infer<typeof JobSchema>;
+
+export const JobListSchema = component('JobList', pageOf(JobSchema).describe(additive('listing jobs is not in the public contract.')));
+
+const NodeSchema = z.object({ class_type: z.string(), inputs: z.record(z.string(), z.unknown()), _meta: z.record(z.string(), z.unknown()).optional() });
+export const WorkflowSchema = component(
+  'Workflow',
+  z
+    .record(z.string(), NodeSchema)
+    .describe(
+      'The engine API format: node id to `{class_type, inputs, _meta?}`. An input is a literal, a link `[node_id, output_index]`, or an asset reference `{"__type": "core/ASSET", "info": {"id": "<asset uuid>"}}`.',
+    ),
+);
+
+/** A workflow as it arrives: any JSON, judged by libs/workflow in the contract's own codes (`workflow_format_ui`, `invalid_workflow`). */
+export const submittedWorkflow = () => checkedLater(z.unknown().refine((v) => v !== undefined, { message: 'The body needs a "workflow" in the engine API format.' }), 'Workflow');
+
+const partnerSecret = (key: string) => z.string({ error: `extra_data.${key} must be a string.` }).max(4096, { error: `extra_data.${key} must be a string.` });
+
+export const RESERVED_SUBMIT_FIELDS = ['webhook_url', 'inputs'];
+
+export const SubmitJobRequestSchema = component(
+  'SubmitJobRequest',
+  z.strictObject(
+    {
+      workflow: submittedWorkflow(),
+      extra_data: z
+        .strictObject(
+          { api_key_comfy_org: partnerSecret('api_key_comfy_org').optional(), auth_token_comfy_org: partnerSecret('auth_token_comfy_org').optional() },
+          {
+            error: (i) =>
+              i.code === 'unrecognized_keys' ? 'extra_data accepts only api_key_comfy_org, auth_token_comfy_org.' : 'extra_data must be an object.',
+          },
+        )
+        .nullable()
+        .optional()
+        .describe('Partner-node credentials for this run only: passed to the engine, never stored, never echoed, never logged.'),
+    },
+    {
+      error: (i) => {
+        if (i.code !== 'unrecognized_keys') return undefined;
+        const key = i.keys[0]!;
+        return RESERVED_SUBMIT_FIELDS.includes(key) ? `"${key}" is reserved and not supported yet.` : `Unknown field "${key}".`;
+      },
+    },
+  ),
+);
+export type SubmitJobRequest = z.infer<typeof SubmitJobRequestSchema>;
+
+export const JobWorkflowSchema = component('JobWorkflow', z.object({ workflow: WorkflowSchema, format: z.literal('api').describe('Always `api`: the engine API format.') }));
+
+export const JobLogSchema = component(
+  'JobLog',
+  z.object({ text: z.string(), truncated: z.boolean(), captured_at: dateTime() }).describe(additive('job logs are not in the public contract.')),
+);
+
+export const JobEventStreamSchema = component(
+  'JobEventStream',
+  z
+    .string()
+    .describe(
+      [
+        'Server-Sent Events. Each event has an `id:` (additive: resume with `Last-Event-ID`), an `event:` name and JSON `data:`.',
+        'On connect: the current `status`, the latest `progress` and `preview`, then live events; the stream ends after a terminal `status`.',
+        'Events: `status` {status, queue_position?}; `progress` a Progress; `preview` {node_id, content_type, data_base64};',
+        '`output` an Output; `log` {level, message}. A `: keepalive` comment about every 15 s.',
+      ].join(' '),
+    ),
+);
+
+const PAGE_LIMIT = z.string().optional().describe('Clamped to 100; zero or less selects the default (20).');
+const PAGE_CURSOR = z.string().optional().describe('`next_cursor` of the previous page.');
+
+/** `limit` and `cursor` of every v2 list; checked by the list itself (a cursor is signed per list and account). */
+export const PageQuerySchema = z.object({ limit: PAGE_LIMIT, cursor: PAGE_CURSOR });
+
+export const JobListQuerySchema = PageQuerySchema.extend({
+  status: z
+    .string()
+    .optional()
+    .describe(`Comma-separated JobStatus values (${JOB_STATUSES.join(', ')}).`),
+});
+
+export const AssetSchema = component(
+  'Asset',
+  z.object({
+    id: uuid(),
+    hash: z.string().regex(BLAKE3).describe('Computed by the server.'),
+    size_bytes: int64(),
+    content_type: z.string(),
+    file_path: z.string().optional(),
+    tags: z.array(z.string()).optional(),
+    created_new: z
+      .boolean()
+      .optional()
+      .describe('True when the bytes were new to your store when this record was made (the upload that first stored them); the same on every read. False for a record made from a hash.'),
+    created_at: dateTime(),
+    url: z.url().describe('Signed, expiring download URL; fetch it without credentials.'),
+    url_expires_at: dateTime(),
+    expires_at: dateTime().nullable().optional(),
+    job_id: z.string().nullable().optional().describe('The job that produced it, for outputs.'),
+  }),
+);
+export type AssetView = z.infer<typeof AssetSchema>;
+
+export const AssetListSchema = component('AssetList', pageOf(AssetSchema).describe(additive('listing assets is not in the public contract.')));
+
+export const AssetListQuerySchema = PageQuerySchema.extend({
+  kind: z.enum(['upload', 'output']).optional().describe('`upload`: assets you uploaded; `output`: assets your jobs made. Both when absent.'),
+});
+
+const EXPIRES_IN = z.int().min(60).max(604800);
+
+export const AssetUploadSchema = component(
+  'AssetUpload',
+  z.object({
+    file: z.string().meta({ contentMediaType: 'application/octet-stream', description: 'The bytes (one file part).' }),
+    content_type: z.string().describe("Media type to record; this service defaults it to the part's when absent."),
+    file_path: z.string().describe('This service defaults it to the part\'s file name when absent.'),
+    expected_hash: z.string().regex(BLAKE3).optional().describe('When given and different from the computed hash: 409 hash_mismatch, nothing stored.'),
+    'tags[]': z.array(z.string().min(1).max(128)).optional(),
+    expires_in: EXPIRES_IN.optional(),
+  }),
+);
+
+export const AssetFromHashSchema = component(
+  'AssetFromHash',
+  z.object({ hash: z.string().regex(BLAKE3), file_path: z.string().optional(), tags: z.array(z.string()).optional(), expires_in: EXPIRES_IN.optional() }),
+);
+
+export const AssetFromUrlSchema = component(
+  'AssetFromUrl',
+  z
+    .object({
+      url: z.url().describe('http(s); fetched by the service.'),
+      file_path: z.string().optional().describe("Defaults to the URL's last path segment. `models/<folder>/<name>` makes a model file."),
+      content_type: z.string().optional(),
+      expected_hash: z.string().regex(BLAKE3).optional(),
+      tags: z.array(z.string()).optional(),
+      expires_in: EXPIRES_IN.optional(),
+    })
+    .describe(additive('importing from a URL is not in the public contract.')),
+);
+
+export const LedgerEntrySchema = component(
+  'LedgerEntry',
+  z.object({
+    id: z.string().describe('Ledger entry id.'),
+    amount: int64().describe('Credits: negative for a charge, positive for a grant.'),
+    reason: z.string().describe("`grant` (credits added by an operator), `job` (a job's execution time) or `router_call` (a model router call)."),
+    ref: z.string().nullable().describe('What the entry is for: the job id of a `job` charge, the `X-Service-Request-Id` of a router call.'),
+    created_at: dateTime(),
+  }),
+);
+
+export const AccountSchema = component(
+  'Account',
+  z
+    .object({
+      id: uuid(),
+      name: z.string(),
+      tier: z.string().meta({ examples: ['free', 'pro', 'enterprise'] }),
+      status: z.enum(['active', 'inactive']),
+      credit_balance: int64().describe('Credits; a submission needs a positive balance.'),
+      limits: z.object({
+        max_concurrent_jobs: z.int(),
+        max_queued_jobs: z.int(),
+        requests_per_minute: z.int(),
+        max_event_streams: z.int(),
+        max_model_bytes: int64().describe('Bytes your model files (assets under `models/<folder>/`) may take.'),
+      }),
+      usage: z.object({
+        running_jobs: z.int().describe('Running or canceling now.'),
+        queued_jobs: z.int().describe('Queued now (counted against `max_queued_jobs`).'),
+        open_event_streams: z.int(),
+        requests_this_minute: z.int().describe('Requests counted in the current one-minute window, this one included.'),
+        model_bytes: int64().describe('Bytes your model files take now, each blob counted once (against `max_model_bytes`).'),
+      }),
+      router: z.object({
+        enabled: z.boolean(),
+        max_concurrent_calls: z.int(),
+        spend_cap_cents: z.int().describe('Cap on the committed spend of calls in flight, in US cents.'),
+        window_calls: z.int().describe('Calls allowed per window.'),
+        window_seconds: z.int(),
+      }),
+      charges: pageOf(LedgerEntrySchema).describe('The credit ledger, newest first: one page.'),
+    })
+    .describe(additive('the account route is not in the public contract.')),
+);
+
+export const HealthSchema = component('Health', z.object({ status: z.literal('ok') }));
+export const ReadinessSchema = component(
+  'Readiness',
+  z.object({
+    status: z.enum(['ready', 'not_ready']),
+    checks: z.record(z.string(), z.string()).meta({ description: '`ok` or `error: <reason>` per dependency.', examples: [{ postgres: 'ok', redis: 'ok', storage: 'ok', load: 'ok' }] }),
+  }),
+);
