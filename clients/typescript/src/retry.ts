@@ -19,5 +19,7 @@ export function backoffMs(attempt: number): number {
 
 /** A request that never got an answer (refused, reset, cut): the server may or may not have acted on it. */
 export function isNetworkError(error: unknown): boolean {
-  return error instanceof TypeError || (error instanceof Error && /fetch failed|socket|ECONN|terminated|other side closed/i.test(error.message));
+  // By name and message, not instanceof: fetch's errors may come from another realm (a VM context, a polyfill).
+  const e = error as { name?: unknown; message?: unknown } | null;
+  return !!e && (e.name === 'TypeError' || /fetch failed|socket|ECONN|terminated|other side closed/i.test(String(e.message)));
 }
