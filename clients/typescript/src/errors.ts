@@ -7,7 +7,7 @@ export class ComfyCloudError extends Error {
 
   constructor(
     readonly status: number,
-    /** v2 `error.code`, or the router's `error_type`; `http_<status>` when the body says neither. */
+    /** v2 `error.code`, or the router's bucket (`error_type`); `http_<status>` when the answer says neither. */
     readonly code: string,
     message: string,
     readonly details: Record<string, unknown> | null,
@@ -29,9 +29,12 @@ export class ComfyCloudError extends Error {
     if (b.error && typeof b.error === 'object' && typeof b.error.code === 'string') {
       return new ComfyCloudError(response.status, b.error.code, String(b.error.message ?? b.error.code), b.error.details ?? null, body, response.headers);
     }
-    if (typeof b.error_type === 'string') {
-      const detail = typeof b.detail === 'string' ? b.detail : JSON.stringify(b.detail);
-      return new ComfyCloudError(response.status, b.error_type, detail, null, body, response.headers);
+    // The router names its bucket in the body and in X-Service-Error-Type; a validation refusal
+    // (`{detail: [...]}`, the provider's own shape) only in the header.
+    const bucket = typeof b.error_type === 'string' ? b.error_type : response.headers.get('x-service-error-type');
+    if (bucket) {
+      const detail = typeof b.detail === 'string' ? b.detail : JSON.stringify(b.detail ?? body);
+      return new ComfyCloudError(response.status, bucket, detail, null, body, response.headers);
     }
     const text = typeof body === 'string' && body ? body.slice(0, 200) : response.statusText;
     return new ComfyCloudError(response.status, `http_${response.status}`, `HTTP ${response.status}: ${text}`, null, body, response.headers);
