@@ -25,9 +25,10 @@ export class ComfyCloudError extends Error {
   }
 
   static from(response: Response, body: unknown): ComfyCloudError {
-    const b = (body && typeof body === 'object' ? body : {}) as Record<string, any>;
-    if (b.error && typeof b.error === 'object' && typeof b.error.code === 'string') {
-      return new ComfyCloudError(response.status, b.error.code, String(b.error.message ?? b.error.code), b.error.details ?? null, body, response.headers);
+    const b = (body && typeof body === 'object' ? body : {}) as { error?: { code?: unknown; message?: unknown; details?: Record<string, unknown> | null }; error_type?: unknown; detail?: unknown };
+    const envelope = b.error && typeof b.error === 'object' ? b.error : undefined;
+    if (envelope && typeof envelope.code === 'string') {
+      return new ComfyCloudError(response.status, envelope.code, String(envelope.message ?? envelope.code), envelope.details ?? null, body, response.headers);
     }
     // The router names its bucket in the body and in X-Service-Error-Type; a validation refusal
     // (`{detail: [...]}`, the provider's own shape) only in the header.
