@@ -10,7 +10,7 @@ type BodyOf<Op> = Op extends { requestBody?: infer B } ? JsonOf<NonNullable<B>> 
 export type { paths };
 export type Job = Ok<paths['/api/v2/jobs/{id}']['get']>;
 export type JobStatus = Job['status'];
-export type Output = Job['outputs'][number];
+export type Output = NonNullable<Job['outputs']>[number];
 export type SubmitJobRequest = BodyOf<paths['/api/v2/jobs']['post']>;
 export type Asset = Ok<paths['/api/v2/assets/{id}']['get']>;
 export type AssetFromHashRequest = BodyOf<paths['/api/v2/assets/from-hash']['post']>;
