@@ -69,12 +69,14 @@ export class LossyProxy {
       }
       let frames = 0;
       answer.on('data', (chunk: Buffer) => {
-        res.write(chunk);
         frames += chunk.toString().split('\n\n').length - 1;
-        if (frames >= cut) {
-          answer.destroy();
-          res.socket?.destroy();
+        if (frames < cut) {
+          res.write(chunk);
+          return;
         }
+        answer.destroy();
+        // Cut once the frames so far are on their way: the client gets them, then a broken stream.
+        res.write(chunk, () => res.socket?.destroy());
       });
       answer.on('end', () => res.end());
     });
