@@ -1,5 +1,6 @@
 import { ComfyCloud, unwrap, verifyWebhook } from '../../clients/typescript/src/index.js';
 import { startCloud, tinyImage } from '../support/cloud.js';
+import { waitUntil } from '../support/jobs.js';
 import { TestStack } from '../support/stack.js';
 import { ALLOW_LOOPBACK, WebhookReceiver, startWebhooks, type Received } from '../support/webhooks.js';
 
@@ -54,8 +55,13 @@ describe('TypeScript client: webhooks and verifyWebhook', () => {
     expect(verifyWebhook(output.headers, output.body, created.secret!)).toMatchObject({ type: 'job.output' });
 
     // Deliveries, a redelivery under the same webhook-id, a rotation signing with both secrets.
-    const deliveries = unwrap(await client.api.GET('/api/v2/webhooks/endpoints/{id}/deliveries', { params: { path: { id }, query: { status: 'succeeded' } } }));
-    const delivered = deliveries.data.find((d) => d.job_id === job.id && d.event === 'job.succeeded')!;
+    // The receiver may have the event a moment before the service has recorded its answer.
+    const succeededDelivery = async () =>
+      unwrap(await client.api.GET('/api/v2/webhooks/endpoints/{id}/deliveries', { params: { path: { id }, query: { status: 'succeeded' } } })).data.find(
+        (d) => d.job_id === job.id && d.event === 'job.succeeded',
+      );
+    await waitUntil(async () => (await succeededDelivery()) !== undefined, 10_000, 'the delivery recorded as succeeded');
+    const delivered = (await succeededDelivery())!;
     expect(delivered.id).toBe(succeeded.headers['webhook-id']);
     const before = receiver.at('/a').length;
     expect((await client.api.POST('/api/v2/webhooks/deliveries/{id}/redeliver', { params: { path: { id: delivered.id } } })).response.status).toBe(202);
