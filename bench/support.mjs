@@ -162,6 +162,35 @@ export function request(url, { method = 'GET', headers = {}, body } = {}) {
   });
 }
 
+/**
+ * The typed client (clients/typescript, built into dist/) over the same kept-alive node:http
+ * sockets as `request`, so a bench that goes through it measures the service, not fetch.
+ */
+export async function benchClient(baseUrl, credentials) {
+  const { ComfyCloud } = await import('../dist/clients/typescript/src/index.js');
+  return new ComfyCloud({ baseUrl, fetch: agentFetch, ...credentials });
+}
+
+/** `fetch` for the client on the bench's agent: answers are read whole, as `request` reads them. */
+async function agentFetch(req) {
+  const payload = req.body ? Buffer.from(await req.arrayBuffer()) : undefined;
+  const headers = Object.fromEntries(req.headers);
+  const { res, body } = await new Promise((resolve, reject) => {
+    const out = http.request(req.url, { method: req.method, agent, headers: payload ? { ...headers, 'content-length': payload.length } : headers }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ res, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    out.on('error', reject);
+    out.end(payload);
+  });
+  const answer = new Headers();
+  for (const [k, v] of Object.entries(res.headers)) for (const x of [v ?? []].flat()) answer.append(k, x);
+  const empty = req.method === 'HEAD' || [204, 205, 304].includes(res.statusCode);
+  return new Response(empty ? null : body, { status: res.statusCode, headers: answer });
+}
+
 /** One GET whose body is drained and counted, not kept (result media); resolves with status and size. */
 export function download(url, headers = {}) {
   return new Promise((resolve, reject) => {

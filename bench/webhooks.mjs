@@ -5,7 +5,7 @@
 //     and on (an endpoint for every event type, delivered while the worker drains the jobs),
 //     runs alternating so that the machine's drift falls on both alike (target: within 5%).
 import http from 'node:http';
-import { admin, benchEnv, closeRequests, dropDatabase, machine, median, migrate, percentile, request, start, stop } from './support.mjs';
+import { admin, benchClient, benchEnv, closeRequests, dropDatabase, machine, median, migrate, percentile, request, start, stop } from './support.mjs';
 
 const LATENCY_JOBS = Number(process.env.BENCH_WEBHOOK_JOBS ?? 200);
 const SUBMISSIONS = Number(process.env.BENCH_SUBMISSIONS ?? 2000);
@@ -47,18 +47,21 @@ function account(name) {
   return { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 }
 
+/** The account's typed client (clients/typescript) on the bench's sockets. */
+const clientOf = (auth) => benchClient(api.url, { apiKey: auth.authorization.slice('Bearer '.length) });
+
 async function endpoint(auth, events) {
-  const res = await request(`${api.url}/api/v2/webhooks/endpoints`, { method: 'POST', headers: auth, body: JSON.stringify({ url: hookUrl, events }) });
-  if (res.status !== 201) throw new Error(`endpoint answered ${res.status}: ${res.text}`);
+  const { response, error } = await (await clientOf(auth)).api.POST('/api/v2/webhooks/endpoints', { body: { url: hookUrl, events } });
+  if (response.status !== 201) throw new Error(`endpoint answered ${response.status}: ${JSON.stringify(error)}`);
 }
 
 // 1. Job end to first attempt, one job at a time on a quiet system.
 const latencyAuth = account('bench-latency');
 await endpoint(latencyAuth, ['job.succeeded']);
+const latencyClient = await clientOf(latencyAuth);
 const latencies = [];
 for (let i = 0; i < LATENCY_JOBS; i++) {
-  const res = await request(`${api.url}/api/v2/jobs`, { method: 'POST', headers: { ...latencyAuth, prefer: 'wait=30' }, body: JSON.stringify({ workflow: tiny(i % 256) }) });
-  const job = JSON.parse(res.text);
+  const job = await latencyClient.submit({ workflow: tiny(i % 256) }, { waitSeconds: 30 });
   if (job.status !== 'succeeded') throw new Error(`job ended ${job.status}`);
   const until = Date.now() + 10_000;
   while (!arrivals.has(job.id)) {

@@ -45,7 +45,7 @@ export const RouterModelListResponseSchema = component(
 );
 export const RouterModelListQuerySchema = z.object({
   cursor: RouterPageCursorSchema.optional().describe("The previous page's `next_cursor`."),
-  limit: z.string().optional().describe('An integer; clamped to 100, zero or negative selects the default (20).'),
+  limit: z.int().optional().describe('Clamped to 100, zero or negative selects the default (20).'),
 });
 export const RouterModelInputSchema = component('RouterModelInput', z.record(z.string(), z.unknown()).describe("The partner model's native JSON input, forwarded unchanged."));
 export const RouterModelOutputSchema = component('RouterModelOutput', z.record(z.string(), z.unknown()).describe("The partner model's native output, returned unchanged."));

@@ -192,7 +192,7 @@ export const JobEventStreamSchema = component(
     ),
 );
 
-const PAGE_LIMIT = z.string().optional().describe('Clamped to 100; zero or less selects the default (20).');
+const PAGE_LIMIT = z.int().optional().describe('Clamped to 100; zero or less selects the default (20).');
 const PAGE_CURSOR = z.string().optional().describe('`next_cursor` of the previous page.');
 
 /** `limit` and `cursor` of every v2 list; checked by the list itself (a cursor is signed per list and account). */
