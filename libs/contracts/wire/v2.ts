@@ -192,10 +192,33 @@ export const JobEventStreamSchema = component(
     ),
 );
 
-const PAGE_LIMIT = z.int().optional().describe('Clamped to 100; zero or less selects the default (20).');
-const PAGE_CURSOR = z.string().optional().describe('`next_cursor` of the previous page.');
+export const DEFAULT_PAGE_LIMIT = 20;
+export const MAX_PAGE_LIMIT = 100;
 
-/** `limit` and `cursor` of every v2 list; checked by the list itself (a cursor is signed per list and account). */
+const LIMIT_REFUSED = 'limit must be a whole number.';
+/**
+ * A query string is text on the wire: any whole number, however long, clamped to 100, zero or
+ * less the default. The document shows the output (an integer), which is what a client sends.
+ */
+const PAGE_LIMIT = z
+  .string({ error: LIMIT_REFUSED })
+  .regex(/^-?\d{1,100}$/, LIMIT_REFUSED)
+  .transform((raw) => {
+    const n = Number(raw);
+    return n <= 0 ? DEFAULT_PAGE_LIMIT : Math.min(n, MAX_PAGE_LIMIT);
+  })
+  .pipe(z.int())
+  .optional()
+  .describe(`Clamped to ${MAX_PAGE_LIMIT}; zero or less selects the default (${DEFAULT_PAGE_LIMIT}).`);
+const PAGE_CURSOR = z
+  .string({ error: 'cursor is not valid; use next_cursor from a previous page.' })
+  .optional()
+  .describe('`next_cursor` of the previous page.');
+
+/**
+ * `limit` and `cursor` of every v2 list. The cursor's signature (per list and account) is checked
+ * by the list itself; other parameters are ignored, as before.
+ */
 export const PageQuerySchema = z.object({ limit: PAGE_LIMIT, cursor: PAGE_CURSOR });
 
 export const JobListQuerySchema = PageQuerySchema.extend({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { additive, component, dateTime, pageOf, uuid } from './components.js';
+import { PageQuerySchema } from './v2.js';
 
 // Webhook endpoints and their deliveries (additive: Comfy's public v2 has no webhooks). The event
 // names are wire facts, so they live here; libs/webhooks re-exports them.
@@ -17,22 +18,25 @@ export const WebhookEventTypeSchema = component(
     .describe(`Terminal: ${list(TERMINAL_JOB_EVENTS)}. Opt-in: \`job.running\`, \`job.output\` (one per committed output). \`webhook.test\` is sent by the test route only.`),
 );
 
+export const WEBHOOK_URL_MAX_LENGTH = 2048;
+export const WEBHOOK_DESCRIPTION_MAX_LENGTH = 500;
+
 export const WebhookEndpointRequestSchema = component(
   'WebhookEndpointRequest',
   z.strictObject({
-    url: z.url().max(2048).describe('https (http only outside production); it must reach a public address.'),
+    url: z.url().max(WEBHOOK_URL_MAX_LENGTH).describe('https (http only outside production); it must reach a public address.'),
     events: z.array(WebhookEventTypeSchema).min(1).optional().describe('Omitted: the four terminal job events.'),
-    description: z.string().max(500).optional(),
+    description: z.string().max(WEBHOOK_DESCRIPTION_MAX_LENGTH).optional(),
   }),
 );
 
 export const WebhookEndpointPatchSchema = component(
   'WebhookEndpointPatch',
   z.strictObject({
-    url: z.url().max(2048).optional(),
+    url: z.url().max(WEBHOOK_URL_MAX_LENGTH).optional(),
     events: z.array(WebhookEventTypeSchema).min(1).optional(),
     enabled: z.boolean().optional().describe('true also clears `disabled_reason`.'),
-    description: z.string().max(500).optional(),
+    description: z.string().max(WEBHOOK_DESCRIPTION_MAX_LENGTH).optional(),
   }),
 );
 
@@ -75,5 +79,10 @@ export const WebhookDeliverySchema = component(
     completed_at: dateTime().nullable(),
   }),
 );
+
+/** The deliveries list's query: the page, and one status to keep. */
+export const WebhookDeliveryListQuerySchema = PageQuerySchema.extend({
+  status: z.enum(DELIVERY_STATUSES, { error: `status must be one of ${DELIVERY_STATUSES.join(', ')}.` }).optional(),
+});
 
 export const WebhookDeliveryListSchema = component('WebhookDeliveryList', pageOf(WebhookDeliverySchema));

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import {
-  AccountSchema, AssetFromHashSchema, AssetFromUrlSchema, AssetListQuerySchema, AssetListSchema, AssetSchema, AssetUploadSchema, DELIVERY_STATUSES, HealthSchema,
+  AccountSchema, AssetFromHashSchema, AssetFromUrlSchema, AssetListQuerySchema, AssetListSchema, AssetSchema, AssetUploadSchema, HealthSchema,
   JobEventStreamSchema, JobListQuerySchema, JobListSchema, JobLogSchema, JobSchema, JobWorkflowSchema, PageQuerySchema, ReadinessSchema, SubmitJobRequestSchema,
-  WebhookDeliveryListSchema, WebhookDeliverySchema, WebhookEndpointListSchema, WebhookEndpointPatchSchema, WebhookEndpointRequestSchema, WebhookEndpointSchema,
+  WebhookDeliveryListQuerySchema, WebhookDeliveryListSchema, WebhookDeliverySchema, WebhookEndpointListSchema, WebhookEndpointPatchSchema, WebhookEndpointRequestSchema, WebhookEndpointSchema,
   additive, type ErrorCode,
 } from '#libs/contracts';
 import { BYTES, RETRY_AFTER, bytes, envelopeErrors, json, jsonBody, noBody, type HeaderSpec, type Operation } from './operation.js';
@@ -402,7 +402,7 @@ const webhooks: Operation[] = [
     description: 'Newest event first, with cursor pagination: the event, attempts, status, last response code and latency, next attempt.',
     security,
     params: endpointId,
-    query: PageQuerySchema.extend({ status: z.enum(DELIVERY_STATUSES).optional() }),
+    query: WebhookDeliveryListQuerySchema,
     responses: { 200: json(WebhookDeliveryListSchema, 'One page.'), ...envelopeErrors(READ) },
   },
   {

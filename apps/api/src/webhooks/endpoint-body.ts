@@ -1,13 +1,10 @@
-import { ApiError } from '#libs/contracts';
+import type { z } from 'zod';
+import { ApiError, WEBHOOK_DESCRIPTION_MAX_LENGTH, WEBHOOK_URL_MAX_LENGTH, WebhookEndpointPatchSchema, WebhookEndpointRequestSchema } from '#libs/contracts';
 import type { OutboundPolicy } from '#libs/outbound';
-import { JOB_EVENTS, TERMINAL_JOB_EVENTS, hostRefusal, isJobEventType, type JobEventType } from '#libs/webhooks';
+import { JOB_EVENTS, TERMINAL_JOB_EVENTS, hostRefusal, type JobEventType } from '#libs/webhooks';
+import { parseWith } from '../contract/index.js';
 
 // The bodies of `POST /api/v2/webhooks/endpoints` and `PATCH .../{id}`.
-
-const MAX_URL_LENGTH = 2048;
-const MAX_DESCRIPTION_LENGTH = 500;
-const CREATE_FIELDS = new Set(['url', 'events', 'description']);
-const PATCH_FIELDS = new Set(['url', 'events', 'enabled', 'description']);
 
 export interface EndpointInput {
   url: string;
@@ -22,25 +19,38 @@ export interface EndpointPatch {
   description?: string;
 }
 
+/** Today's wording of each field's refusal (the schemas say which field failed, and how). */
+const REFUSALS: Record<string, string> = {
+  url: `url must be an absolute URL of at most ${WEBHOOK_URL_MAX_LENGTH} characters.`,
+  events: `events must be a non-empty list of: ${JOB_EVENTS.join(', ')}.`,
+  description: `description must be text of at most ${WEBHOOK_DESCRIPTION_MAX_LENGTH} characters.`,
+  enabled: 'enabled must be true or false.',
+};
 
-function refuseUnknown(body: Record<string, unknown>, known: Set<string>): void {
-  for (const key of Object.keys(body)) if (!known.has(key)) throw ApiError.invalid(`Unknown field "${key}".`, { field: key });
+/**
+ * v2's validation error for an endpoint body: an unknown field is named first, then the first
+ * field that failed, in its own words and with `details.field`.
+ */
+function refuseEndpoint(body: Record<string, unknown>) {
+  return (issues: z.core.$ZodIssue[]): ApiError => {
+    const unknown = issues.find((i) => i.code === 'unrecognized_keys' && i.path.length === 0);
+    if (unknown?.code === 'unrecognized_keys') return ApiError.invalid(`Unknown field "${unknown.keys[0]}".`, { field: unknown.keys[0] });
+    const issue = issues[0]!;
+    const field = String(issue.path[0]);
+    // A string that does not parse as a URL is said so; an empty or missing one gets the general rule.
+    if (field === 'url' && issue.code === 'invalid_format' && body.url !== '') return ApiError.invalid('url must be an absolute URL.', { field });
+    return ApiError.invalid(REFUSALS[field] ?? issue.message, { field });
+  };
 }
 
 /**
- * A target URL, under the service's outbound policy: absolute http(s) (https only in production),
- * no credentials in it, and a host that is not a refused address on its face (a non-public IP
- * literal, `localhost`; loopback ones where the policy allows them). Host names are checked on
- * every connection, against what they then resolve to.
+ * A target URL (already an absolute URL by its schema), under the service's outbound policy:
+ * http(s) (https only in production), no credentials in it, and a host that is not a refused
+ * address on its face (a non-public IP literal, `localhost`; loopback ones where the policy allows
+ * them). Host names are checked on every connection, against what they then resolve to.
  */
-function parseUrl(value: unknown, rules: OutboundPolicy): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_URL_LENGTH) throw ApiError.invalid(`url must be an absolute URL of at most ${MAX_URL_LENGTH} characters.`, { field: 'url' });
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw ApiError.invalid('url must be an absolute URL.', { field: 'url' });
-  }
+function allowedUrl(value: string, rules: OutboundPolicy): string {
+  const url = new URL(value);
   const schemes = rules.requireHttps ? ['https:'] : ['https:', 'http:'];
   if (!schemes.includes(url.protocol)) throw ApiError.invalid(`url must use ${rules.requireHttps ? 'https' : 'http or https'}.`, { field: 'url' });
   if (url.username || url.password) throw ApiError.invalid('url must not carry credentials; the signature authenticates each delivery.', { field: 'url' });
@@ -49,38 +59,25 @@ function parseUrl(value: unknown, rules: OutboundPolicy): string {
   return url.toString();
 }
 
-function parseEvents(value: unknown): JobEventType[] {
-  if (!Array.isArray(value) || value.length === 0 || !value.every(isJobEventType)) {
-    throw ApiError.invalid(`events must be a non-empty list of: ${JOB_EVENTS.join(', ')}.`, { field: 'events' });
-  }
-  return [...new Set(value)];
-}
+const distinct = (events: JobEventType[]): JobEventType[] => [...new Set(events)];
 
-function parseDescription(value: unknown): string {
-  if (typeof value !== 'string' || value.length > MAX_DESCRIPTION_LENGTH) throw ApiError.invalid(`description must be text of at most ${MAX_DESCRIPTION_LENGTH} characters.`, { field: 'description' });
-  return value;
-}
-
-/** `{url, events?, description?}`; `events` omitted means the four terminal job events. */
+/** `{url, events?, description?}` (WebhookEndpointRequest); `events` omitted means the four terminal job events. */
 export function parseEndpointInput(body: Record<string, unknown>, rules: OutboundPolicy): EndpointInput {
-  refuseUnknown(body, CREATE_FIELDS);
+  const parsed = parseWith(WebhookEndpointRequestSchema, body, refuseEndpoint(body));
   return {
-    url: parseUrl(body.url, rules),
-    events: body.events === undefined ? [...TERMINAL_JOB_EVENTS] : parseEvents(body.events),
-    description: body.description === undefined ? '' : parseDescription(body.description),
+    url: allowedUrl(parsed.url, rules),
+    events: parsed.events ? distinct(parsed.events) : [...TERMINAL_JOB_EVENTS],
+    description: parsed.description ?? '',
   };
 }
 
-/** Any of `{url, events, enabled, description}`. */
+/** Any of `{url, events, enabled, description}` (WebhookEndpointPatch). */
 export function parseEndpointPatch(body: Record<string, unknown>, rules: OutboundPolicy): EndpointPatch {
-  refuseUnknown(body, PATCH_FIELDS);
+  const parsed = parseWith(WebhookEndpointPatchSchema, body, refuseEndpoint(body));
   const patch: EndpointPatch = {};
-  if (body.url !== undefined) patch.url = parseUrl(body.url, rules);
-  if (body.events !== undefined) patch.events = parseEvents(body.events);
-  if (body.description !== undefined) patch.description = parseDescription(body.description);
-  if (body.enabled !== undefined) {
-    if (typeof body.enabled !== 'boolean') throw ApiError.invalid('enabled must be true or false.', { field: 'enabled' });
-    patch.enabled = body.enabled;
-  }
+  if (parsed.url !== undefined) patch.url = allowedUrl(parsed.url, rules);
+  if (parsed.events !== undefined) patch.events = distinct(parsed.events);
+  if (parsed.description !== undefined) patch.description = parsed.description;
+  if (parsed.enabled !== undefined) patch.enabled = parsed.enabled;
   return patch;
 }

@@ -1,11 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Config } from '#libs/config';
-import { ApiError, isUuid } from '#libs/contracts';
+import { ApiError, DEFAULT_PAGE_LIMIT, PageQuerySchema, WebhookDeliveryListQuerySchema, isUuid } from '#libs/contracts';
 import type { Db, WebhookDelivery, WebhookEndpoint } from '#libs/db';
 import type { OutboundPolicy } from '#libs/outbound';
 import { ROTATION_OVERLAP_MS, WAKE_CHANNEL, newEndpointSecret, recordTestEvent, sealEndpointSecret } from '#libs/webhooks';
 import { CONFIG, DB } from '../core/tokens.js';
-import { pageCursor, parsePageCursor, parsePageLimit, type PageAfter } from '../v2/paging.js';
+import { pageCursor, parseListQuery, parsePageCursor, type PageAfter } from '../v2/paging.js';
 import type { EndpointInput, EndpointPatch } from './endpoint-body.js';
 
 /** An account has at most this many endpoints. */
@@ -13,7 +13,6 @@ export const MAX_ENDPOINTS_PER_ACCOUNT = 20;
 
 const ENDPOINTS_PURPOSE = 'v2-webhook-endpoints';
 const DELIVERIES_PURPOSE = 'v2-webhook-deliveries';
-const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'];
 
 export interface PageQuery {
   limit: number;
@@ -62,8 +61,12 @@ export class WebhooksService {
     return { endpoint, secret };
   }
 
-  parsePage(query: Record<string, unknown>, accountId: string, purpose = ENDPOINTS_PURPOSE): PageQuery {
-    return { limit: parsePageLimit(query.limit), after: parsePageCursor(this.config.signingSecret, purpose, accountId, query.cursor) };
+  parsePage(query: unknown, accountId: string): PageQuery {
+    return this.page(parseListQuery(PageQuerySchema, query), accountId, ENDPOINTS_PURPOSE);
+  }
+
+  private page(q: { limit?: number; cursor?: string }, accountId: string, purpose: string): PageQuery {
+    return { limit: q.limit ?? DEFAULT_PAGE_LIMIT, after: parsePageCursor(this.config.signingSecret, purpose, accountId, q.cursor) };
   }
 
   /** Up to `limit + 1` endpoints, newest first. */
@@ -109,9 +112,9 @@ export class WebhooksService {
     return this.db.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } });
   }
 
-  parseDeliveryPage(query: Record<string, unknown>, accountId: string): PageQuery & { status: string | null } {
-    if (query.status !== undefined && !DELIVERY_STATUSES.includes(query.status as string)) throw ApiError.invalid(`status must be one of ${DELIVERY_STATUSES.join(', ')}.`);
-    return { ...this.parsePage(query, accountId, DELIVERIES_PURPOSE), status: (query.status as string | undefined) ?? null };
+  parseDeliveryPage(query: unknown, accountId: string): PageQuery & { status: string | null } {
+    const q = parseListQuery(WebhookDeliveryListQuerySchema, query);
+    return { ...this.page(q, accountId, DELIVERIES_PURPOSE), status: q.status ?? null };
   }
 
   /** Up to `limit + 1` of an endpoint's deliveries, newest event first. */
