@@ -4,7 +4,7 @@ export * from './wire/v2.js';
 export * from './wire/v1.js';
 export * from './wire/router.js';
 export * from './wire/webhooks.js';
-export { COMPONENTS, additive, documentedAs } from './wire/components.js';
+export { COMPONENTS, additive, documentedAs, isParsedFromText } from './wire/components.js';
 export { isStorableText } from './text.js';
 export { copyJson, isRawJson, losslessReviver, mayHoldLongIntegers, parseLosslessJson, rawInteger } from './lossless-json.js';
 export type { RawJson } from './lossless-json.js';

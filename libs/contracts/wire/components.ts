@@ -47,3 +47,18 @@ export function checkedLater<T extends z.ZodType>(schema: T, id: string): T {
 export function documentedAs(schema: z.ZodType): string | undefined {
   return DOCUMENTED_AS.get(schema);
 }
+
+const DOCUMENTED_AS_TEXT = new WeakSet<z.ZodType>();
+
+/**
+ * A query parameter read from its text into something else (a comma-separated list): documented
+ * as the text a client sends (zod's input side), not as what the server makes of it.
+ */
+export function parsedFromText<T extends z.ZodType>(schema: T): T {
+  DOCUMENTED_AS_TEXT.add(schema);
+  return schema;
+}
+
+export function isParsedFromText(schema: z.ZodType): boolean {
+  return DOCUMENTED_AS_TEXT.has(schema);
+}

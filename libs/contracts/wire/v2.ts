@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ERROR_STATUS } from '../errors.js';
-import { BLAKE3, additive, checkedLater, component, dateTime, int64, pageOf, uriReference, uuid } from './components.js';
+import { BLAKE3, additive, checkedLater, component, dateTime, int64, pageOf, parsedFromText, uriReference, uuid } from './components.js';
 
 // The v2 surface's shapes (jobs, assets, account), as Comfy's public v2 document names them;
 // where this service goes beyond it, the description starts with "Additive:".
@@ -221,11 +221,22 @@ const PAGE_CURSOR = z
  */
 export const PageQuerySchema = z.object({ limit: PAGE_LIMIT, cursor: PAGE_CURSOR });
 
+const STATUS_LIST_REFUSED = `status must be a comma-separated list of ${JOB_STATUSES.join(', ')}.`;
+
 export const JobListQuerySchema = PageQuerySchema.extend({
-  status: z
-    .string()
-    .optional()
-    .describe(`Comma-separated JobStatus values (${JOB_STATUSES.join(', ')}).`),
+  status: parsedFromText(
+    z
+      // A repeated parameter (`status=queued&status=running`) reads as one list, as it always has.
+      .preprocess(
+        (value) => (Array.isArray(value) ? value.join(',') : value),
+        z
+          .string({ error: STATUS_LIST_REFUSED })
+          .transform((text) => text.split(',').map((s) => s.trim()).filter(Boolean))
+          .pipe(z.array(z.enum(JOB_STATUSES, { error: STATUS_LIST_REFUSED })).min(1, STATUS_LIST_REFUSED)),
+      )
+      .optional()
+      .describe(`Comma-separated JobStatus values (${JOB_STATUSES.join(', ')}).`),
+  ),
 });
 
 export const AssetSchema = component(
@@ -252,8 +263,10 @@ export type AssetView = z.infer<typeof AssetSchema>;
 
 export const AssetListSchema = component('AssetList', pageOf(AssetSchema).describe(additive('listing assets is not in the public contract.')));
 
+export const ASSET_KINDS = ['upload', 'output'] as const;
+
 export const AssetListQuerySchema = PageQuerySchema.extend({
-  kind: z.enum(['upload', 'output']).optional().describe('`upload`: assets you uploaded; `output`: assets your jobs made. Both when absent.'),
+  kind: z.enum(ASSET_KINDS, { error: `kind must be one of ${ASSET_KINDS.join(', ')}.` }).optional().describe('`upload`: assets you uploaded; `output`: assets your jobs made. Both when absent.'),
 });
 
 const EXPIRES_IN = z.int().min(60).max(604800);

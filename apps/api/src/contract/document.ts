@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { COMPONENTS, documentedAs } from '#libs/contracts';
+import { COMPONENTS, documentedAs, isParsedFromText } from '#libs/contracts';
 import type { HeaderSpec, Operation, ResponseSpec } from './operation.js';
 import { ROUTER_OPERATIONS } from './router.js';
 import { V1_OPERATIONS } from './v1.js';
@@ -84,11 +84,15 @@ function convertAll(operations: Operation[]): { components: Record<string, Json>
   const { schemas } = z.toJSONSchema(registry, {
     uri: ref,
     // Fields checked loosely here and judged later (a workflow) are documented as their component.
+    // A query parameter parsed from its text is documented as that text.
     override: (ctx) => {
-      const id = documentedAs(ctx.zodSchema as unknown as z.ZodType);
-      if (!id) return;
+      const schema = ctx.zodSchema as unknown as z.ZodType;
+      const id = documentedAs(schema);
+      const text = isParsedFromText(schema);
+      if (!id && !text) return;
       for (const key of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as Json)[key];
-      (ctx.jsonSchema as Json).$ref = ref(id);
+      if (id) (ctx.jsonSchema as Json).$ref = ref(id);
+      else Object.assign(ctx.jsonSchema, clean(z.toJSONSchema(schema, { io: 'input' }) as Json));
     },
   }) as unknown as { schemas: Record<string, Json> };
   // An inline schema used inside another one arrives as a `$ref` to its made-up id: put it back in place.

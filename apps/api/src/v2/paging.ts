@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { decodeCursor, encodeCursor } from '#libs/auth';
-import { ApiError, DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '#libs/contracts';
+import { ApiError, DEFAULT_PAGE_LIMIT } from '#libs/contracts';
 import { parseWith } from '../contract/index.js';
 
 // What every v2 list shares: `limit` (default 20, clamped to 100, zero or less the default) and an
@@ -21,12 +21,9 @@ export interface PageAfter {
   id: string;
 }
 
-export function parsePageLimit(raw: unknown): number {
-  if (raw === undefined) return DEFAULT_PAGE_LIMIT;
-  // Any whole number, however long: past 100 it is clamped, at or below zero the default.
-  if (typeof raw !== 'string' || !/^-?\d{1,100}$/.test(raw)) throw ApiError.invalid('limit must be a whole number.');
-  const n = Number(raw);
-  return n <= 0 ? DEFAULT_PAGE_LIMIT : Math.min(n, MAX_PAGE_LIMIT);
+/** The page a parsed list query asks for: its limit (the default when absent) and the row it continues after. */
+export function pageAsked(q: { limit?: number; cursor?: string }, secret: string, purpose: string, accountId: string): { limit: number; after: PageAfter | null } {
+  return { limit: q.limit ?? DEFAULT_PAGE_LIMIT, after: parsePageCursor(secret, purpose, accountId, q.cursor) };
 }
 
 /** The position a `cursor` parameter names, null without one; 400 for anything this list did not issue to this account. */

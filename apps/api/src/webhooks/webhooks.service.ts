@@ -1,11 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Config } from '#libs/config';
-import { ApiError, DEFAULT_PAGE_LIMIT, PageQuerySchema, WebhookDeliveryListQuerySchema, isUuid } from '#libs/contracts';
+import { ApiError, PageQuerySchema, WebhookDeliveryListQuerySchema, isUuid } from '#libs/contracts';
 import type { Db, WebhookDelivery, WebhookEndpoint } from '#libs/db';
 import type { OutboundPolicy } from '#libs/outbound';
 import { ROTATION_OVERLAP_MS, WAKE_CHANNEL, newEndpointSecret, recordTestEvent, sealEndpointSecret } from '#libs/webhooks';
 import { CONFIG, DB } from '../core/tokens.js';
-import { pageCursor, parseListQuery, parsePageCursor, type PageAfter } from '../v2/paging.js';
+import { pageAsked, pageCursor, parseListQuery, type PageAfter } from '../v2/paging.js';
 import type { EndpointInput, EndpointPatch } from './endpoint-body.js';
 
 /** An account has at most this many endpoints. */
@@ -62,11 +62,7 @@ export class WebhooksService {
   }
 
   parsePage(query: unknown, accountId: string): PageQuery {
-    return this.page(parseListQuery(PageQuerySchema, query), accountId, ENDPOINTS_PURPOSE);
-  }
-
-  private page(q: { limit?: number; cursor?: string }, accountId: string, purpose: string): PageQuery {
-    return { limit: q.limit ?? DEFAULT_PAGE_LIMIT, after: parsePageCursor(this.config.signingSecret, purpose, accountId, q.cursor) };
+    return pageAsked(parseListQuery(PageQuerySchema, query), this.config.signingSecret, ENDPOINTS_PURPOSE, accountId);
   }
 
   /** Up to `limit + 1` endpoints, newest first. */
@@ -114,7 +110,7 @@ export class WebhooksService {
 
   parseDeliveryPage(query: unknown, accountId: string): PageQuery & { status: string | null } {
     const q = parseListQuery(WebhookDeliveryListQuerySchema, query);
-    return { ...this.page(q, accountId, DELIVERIES_PURPOSE), status: q.status ?? null };
+    return { ...pageAsked(q, this.config.signingSecret, DELIVERIES_PURPOSE, accountId), status: q.status ?? null };
   }
 
   /** Up to `limit + 1` of an endpoint's deliveries, newest event first. */

@@ -1,13 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Config } from '#libs/config';
-import { ApiError } from '#libs/contracts';
+import { ApiError, PageQuerySchema } from '#libs/contracts';
 import { ledgerPage } from '#libs/accounts';
 import { JobStore } from '#libs/jobs';
 import type { Account, Db } from '#libs/db';
 import { CONFIG, DB } from '../../core/tokens.js';
 import { AccountLimits } from '../../limits/index.js';
 import { ModelStorage } from '../assets/model-storage.js';
-import { pageCursor, pageOf, parsePageCursor, parsePageLimit } from '../paging.js';
+import { pageAsked, pageCursor, pageOf, parseListQuery } from '../paging.js';
 
 const PURPOSE = 'v2-account-charges';
 
@@ -39,9 +39,8 @@ export class AccountView {
     private readonly jobs: JobStore,
   ) {}
 
-  async render(caller: Account, query: Record<string, unknown>) {
-    const limit = parsePageLimit(query.limit);
-    const after = parsePageCursor(this.config.signingSecret, PURPOSE, caller.id, query.cursor);
+  async render(caller: Account, query: unknown) {
+    const { limit, after } = pageAsked(parseListQuery(PageQuerySchema, query), this.config.signingSecret, PURPOSE, caller.id);
     const [account, counts, usage, entries, modelBytes] = await Promise.all([
       this.db.account.findUnique({ where: { id: caller.id } }),
       this.jobs.queueCountsOf(caller.id),

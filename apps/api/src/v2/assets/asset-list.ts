@@ -1,15 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { notExpired } from '#libs/assets';
 import type { Config } from '#libs/config';
-import { ApiError } from '#libs/contracts';
+import { ASSET_KINDS, AssetListQuerySchema } from '#libs/contracts';
 import type { Asset, Db, Prisma } from '#libs/db';
 import { CONFIG, DB } from '../../core/tokens.js';
-import { pageCursor, parsePageCursor, parsePageLimit, type PageAfter } from '../paging.js';
+import { pageAsked, pageCursor, parseListQuery, type PageAfter } from '../paging.js';
 
 const PURPOSE = 'v2-assets';
-const KINDS = ['upload', 'output'] as const;
-
-export type AssetKind = (typeof KINDS)[number];
+export type AssetKind = (typeof ASSET_KINDS)[number];
 
 export interface AssetPageQuery {
   limit: number;
@@ -30,10 +28,9 @@ export class AssetList {
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
-  parse(query: Record<string, unknown>, accountId: string): AssetPageQuery {
-    const limit = parsePageLimit(query.limit);
-    if (query.kind !== undefined && !KINDS.includes(query.kind as AssetKind)) throw ApiError.invalid(`kind must be one of ${KINDS.join(', ')}.`);
-    return { limit, kind: (query.kind as AssetKind | undefined) ?? null, after: parsePageCursor(this.config.signingSecret, PURPOSE, accountId, query.cursor) };
+  parse(query: unknown, accountId: string): AssetPageQuery {
+    const q = parseListQuery(AssetListQuerySchema, query);
+    return { ...pageAsked(q, this.config.signingSecret, PURPOSE, accountId), kind: q.kind ?? null };
   }
 
   /** Up to `limit + 1` rows: the one past the page says whether another follows. */
