@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ERROR_STATUS } from '../errors.js';
+import { isStorableText } from '../text.js';
 import { BLAKE3, additive, checkedLater, component, dateTime, int64, pageOf, parsedFromText, uriReference, uuid } from './components.js';
 
 // The v2 surface's shapes (jobs, assets, account), as Comfy's public v2 document names them;
@@ -269,7 +270,28 @@ export const AssetListQuerySchema = PageQuerySchema.extend({
   kind: z.enum(ASSET_KINDS, { error: `kind must be one of ${ASSET_KINDS.join(', ')}.` }).optional().describe('`upload`: assets you uploaded; `output`: assets your jobs made. Both when absent.'),
 });
 
-const EXPIRES_IN = z.int().min(60).max(604800);
+const EXPIRES_IN_REFUSED = 'expires_in must be a whole number of seconds from 60 to 604800.';
+const EXPIRES_IN = z.int({ error: EXPIRES_IN_REFUSED }).min(60, EXPIRES_IN_REFUSED).max(604800, EXPIRES_IN_REFUSED);
+
+/** Absent when null; the JSON bodies have always read a null field as a missing one. */
+const nullAsAbsent = <T extends z.ZodType>(schema: T) => z.preprocess((value) => (value === null ? undefined : value), schema);
+
+/** A JSON body's `expires_in`: a number or its digits; null or "" is no expiry (documented as the integer). */
+export const AssetExpiresInSchema =
+  z.preprocess((value) => (value === null || value === '' ? undefined : typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value), EXPIRES_IN.optional());
+
+export const MAX_ASSET_TAGS = 32;
+const TAGS_REFUSED = 'tags must be a list of strings of 1 to 128 characters.';
+const TAG = z.string({ error: TAGS_REFUSED }).min(1, TAGS_REFUSED).max(128, TAGS_REFUSED).refine(isStorableText, TAGS_REFUSED);
+/** `tags` of an asset: null or absent is none. */
+export const AssetTagsSchema = nullAsAbsent(z.array(TAG, { error: TAGS_REFUSED }).max(MAX_ASSET_TAGS, `At most ${MAX_ASSET_TAGS} tags are allowed.`).optional());
+
+/** A hash as the JSON bodies read it: `blake3:` may be left out, hex digits in either case. */
+const HASH_REF = /^(?:blake3:)?[0-9a-fA-F]{64}$/;
+const hashRef = (name: string) => z.string({ error: `${name} must look like blake3:<64 hex digits>.` }).regex(HASH_REF, `${name} must look like blake3:<64 hex digits>.`);
+const text = (name: string) => z.string({ error: `${name} must be a string.` });
+
+const URL_REFUSED = 'url must be an http(s) URL of at most 4096 characters.';
 
 export const AssetUploadSchema = component(
   'AssetUpload',
@@ -285,19 +307,28 @@ export const AssetUploadSchema = component(
 
 export const AssetFromHashSchema = component(
   'AssetFromHash',
-  z.object({ hash: z.string().regex(BLAKE3), file_path: z.string().optional(), tags: z.array(z.string()).optional(), expires_in: EXPIRES_IN.optional() }),
+  z.object({
+    hash: hashRef('hash'),
+    file_path: text('file_path').optional(),
+    content_type: text('content_type').optional().describe("Defaults to the existing record's, or the guess from a new file_path."),
+    tags: AssetTagsSchema,
+    expires_in: AssetExpiresInSchema,
+  }),
 );
 
 export const AssetFromUrlSchema = component(
   'AssetFromUrl',
   z
     .object({
-      url: z.url().describe('http(s); fetched by the service.'),
-      file_path: z.string().optional().describe("Defaults to the URL's last path segment. `models/<folder>/<name>` makes a model file."),
-      content_type: z.string().optional(),
-      expected_hash: z.string().regex(BLAKE3).optional(),
-      tags: z.array(z.string()).optional(),
-      expires_in: EXPIRES_IN.optional(),
+      url: z
+        .url({ error: (issue) => (issue.code === 'invalid_format' && issue.input !== '' ? 'url must be an absolute http(s) URL.' : URL_REFUSED) })
+        .max(4096, URL_REFUSED)
+        .describe('http(s); fetched by the service.'),
+      file_path: nullAsAbsent(text('file_path').optional()).describe("Defaults to the URL's last path segment. `models/<folder>/<name>` makes a model file."),
+      content_type: nullAsAbsent(text('content_type').optional()),
+      expected_hash: nullAsAbsent(hashRef('expected_hash').optional()),
+      tags: AssetTagsSchema,
+      expires_in: AssetExpiresInSchema,
     })
     .describe(additive('importing from a URL is not in the public contract.')),
 );

@@ -1,19 +1,9 @@
-import type { z } from 'zod';
 import { decodeCursor, encodeCursor } from '#libs/auth';
 import { ApiError, DEFAULT_PAGE_LIMIT } from '#libs/contracts';
-import { parseWith } from '../contract/index.js';
 
 // What every v2 list shares: `limit` (default 20, clamped to 100, zero or less the default) and an
 // opaque cursor naming the last row of the previous page by (created_at, id), signed for one list
 // and one account, so a cursor cannot be forged, moved to another list or used by another tenant.
-
-/**
- * A v2 list's query, parsed by the schema its operation declares (the schemas word each refusal,
- * so the first one is the message of the `invalid_request`).
- */
-export function parseListQuery<T extends z.ZodType>(schema: T, query: unknown): z.output<T> {
-  return parseWith(schema, query, (issues) => ApiError.invalid(issues[0]!.message));
-}
 
 /** The last row of a page, as the next page's query continues after it. */
 export interface PageAfter {

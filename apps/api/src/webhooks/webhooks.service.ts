@@ -5,7 +5,8 @@ import type { Db, WebhookDelivery, WebhookEndpoint } from '#libs/db';
 import type { OutboundPolicy } from '#libs/outbound';
 import { ROTATION_OVERLAP_MS, WAKE_CHANNEL, newEndpointSecret, recordTestEvent, sealEndpointSecret } from '#libs/webhooks';
 import { CONFIG, DB } from '../core/tokens.js';
-import { pageAsked, pageCursor, parseListQuery, type PageAfter } from '../v2/paging.js';
+import { pageAsked, pageCursor, type PageAfter } from '../v2/paging.js';
+import { parseV2Input } from '../v2/parse-input.js';
 import type { EndpointInput, EndpointPatch } from './endpoint-body.js';
 
 /** An account has at most this many endpoints. */
@@ -62,7 +63,7 @@ export class WebhooksService {
   }
 
   parsePage(query: unknown, accountId: string): PageQuery {
-    return pageAsked(parseListQuery(PageQuerySchema, query), this.config.signingSecret, ENDPOINTS_PURPOSE, accountId);
+    return pageAsked(parseV2Input(PageQuerySchema, query), this.config.signingSecret, ENDPOINTS_PURPOSE, accountId);
   }
 
   /** Up to `limit + 1` endpoints, newest first. */
@@ -109,7 +110,7 @@ export class WebhooksService {
   }
 
   parseDeliveryPage(query: unknown, accountId: string): PageQuery & { status: string | null } {
-    const q = parseListQuery(WebhookDeliveryListQuerySchema, query);
+    const q = parseV2Input(WebhookDeliveryListQuerySchema, query);
     return { ...pageAsked(q, this.config.signingSecret, DELIVERIES_PURPOSE, accountId), status: q.status ?? null };
   }
 

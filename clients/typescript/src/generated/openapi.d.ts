@@ -1490,6 +1490,8 @@ export interface components {
         AssetFromHash: {
             hash: string;
             file_path?: string;
+            /** @description Defaults to the existing record's, or the guess from a new file_path. */
+            content_type?: string;
             tags?: string[];
             expires_in?: number;
         };

@@ -7,7 +7,8 @@ import type { Account, Db } from '#libs/db';
 import { CONFIG, DB } from '../../core/tokens.js';
 import { AccountLimits } from '../../limits/index.js';
 import { ModelStorage } from '../assets/model-storage.js';
-import { pageAsked, pageCursor, pageOf, parseListQuery } from '../paging.js';
+import { pageAsked, pageCursor, pageOf } from '../paging.js';
+import { parseV2Input } from '../parse-input.js';
 
 const PURPOSE = 'v2-account-charges';
 
@@ -40,7 +41,7 @@ export class AccountView {
   ) {}
 
   async render(caller: Account, query: unknown) {
-    const { limit, after } = pageAsked(parseListQuery(PageQuerySchema, query), this.config.signingSecret, PURPOSE, caller.id);
+    const { limit, after } = pageAsked(parseV2Input(PageQuerySchema, query), this.config.signingSecret, PURPOSE, caller.id);
     const [account, counts, usage, entries, modelBytes] = await Promise.all([
       this.db.account.findUnique({ where: { id: caller.id } }),
       this.jobs.queueCountsOf(caller.id),

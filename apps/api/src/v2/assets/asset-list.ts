@@ -4,7 +4,8 @@ import type { Config } from '#libs/config';
 import { ASSET_KINDS, AssetListQuerySchema } from '#libs/contracts';
 import type { Asset, Db, Prisma } from '#libs/db';
 import { CONFIG, DB } from '../../core/tokens.js';
-import { pageAsked, pageCursor, parseListQuery, type PageAfter } from '../paging.js';
+import { pageAsked, pageCursor, type PageAfter } from '../paging.js';
+import { parseV2Input } from '../parse-input.js';
 
 const PURPOSE = 'v2-assets';
 export type AssetKind = (typeof ASSET_KINDS)[number];
@@ -29,7 +30,7 @@ export class AssetList {
   ) {}
 
   parse(query: unknown, accountId: string): AssetPageQuery {
-    const q = parseListQuery(AssetListQuerySchema, query);
+    const q = parseV2Input(AssetListQuerySchema, query);
     return { ...pageAsked(q, this.config.signingSecret, PURPOSE, accountId), kind: q.kind ?? null };
   }
 

@@ -4,19 +4,19 @@ import type { Readable } from 'node:stream';
 import { JobStore } from '#libs/jobs';
 import { blobSurvived, notExpired, createAssetRecord, deleteAssetsAndOrphanBlobs, deleteAssetUnlessInUse, discardUnrecordedBytes, guessContentType, recordUploadedAsset, validateFilePath } from '#libs/assets';
 import type { Config } from '#libs/config';
-import { ApiError, isStorableText, type AssetView } from '#libs/contracts';
+import { ApiError, AssetExpiresInSchema, AssetFromHashSchema, AssetTagsSchema, type AssetView } from '#libs/contracts';
 import type { Asset, Db } from '#libs/db';
 import { formatHashRef, linkLifetimeSeconds, parseHashRef, StorageUnavailableError, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
 import { componentLogger } from '#libs/logging';
 import { BLOB_STORE, CONFIG, DB } from '../../core/tokens.js';
 import { requestOrigin } from '../../http/request-origin.js';
 import { isMediaType } from '../../http/send-blob.js';
+import { parseV2Input } from '../parse-input.js';
 import { ModelStorage } from './model-storage.js';
 
 /** Who records an asset: an account, with its limit on model files. */
 export type Owner = { id: string; maxModelBytes: bigint };
 
-const MAX_TAGS = 32;
 // As for every dependency that fails: a retry through the balancer may already reach a replica
 // whose store takes writes (readiness takes this one out within seconds).
 const STORAGE_RETRY_AFTER_SECONDS = 1;
@@ -28,21 +28,14 @@ export interface AssetOptions {
   expiresIn?: number;
 }
 
+/** `expires_in` of a multipart upload (its text), by the rule of the JSON bodies. */
 export function parseExpiresIn(value: unknown): number | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  // Only a number or a digit string: String() would let `[3600]` through as "3600".
-  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!Number.isInteger(n) || n < 60 || n > 604_800) throw ApiError.invalid('expires_in must be a whole number of seconds from 60 to 604800.');
-  return n;
+  return parseV2Input(AssetExpiresInSchema, value);
 }
 
+/** `tags[]` of a multipart upload, by the rule of the JSON bodies. */
 export function checkTags(tags: unknown): string[] {
-  if (tags === undefined || tags === null) return [];
-  if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string' || t.length === 0 || t.length > 128 || !isStorableText(t))) {
-    throw ApiError.invalid('tags must be a list of strings of 1 to 128 characters.');
-  }
-  if (tags.length > MAX_TAGS) throw ApiError.invalid(`At most ${MAX_TAGS} tags are allowed.`);
-  return tags as string[];
+  return parseV2Input(AssetTagsSchema, tags) ?? [];
 }
 
 function checkContentType(value: string | undefined, fallback: string): string {
@@ -179,20 +172,18 @@ export class AssetsService {
    */
   async fromHash(
     account: Owner,
-    body: { hash?: unknown; file_path?: unknown; tags?: unknown; expires_in?: unknown; content_type?: unknown },
+    json: unknown,
     request: FastifyRequest,
   ): Promise<{ view: AssetView; created: boolean }> {
-    const hash = parseHashRef(body.hash);
-    if (!hash) throw ApiError.invalid('hash must look like blake3:<64 hex digits>.');
-    if (body.file_path !== undefined && typeof body.file_path !== 'string') throw ApiError.invalid('file_path must be a string.');
-    if (body.content_type !== undefined && typeof body.content_type !== 'string') throw ApiError.invalid('content_type must be a string.');
-    const tags = checkTags(body.tags);
-    const expiresIn = parseExpiresIn(body.expires_in);
+    const body = parseV2Input(AssetFromHashSchema, json);
+    const hash = parseHashRef(body.hash)!;
+    const tags = body.tags ?? [];
+    const expiresIn = body.expires_in;
     const mine = { accountId: account.id, blobHash: hash, ...notExpired() };
     const existing = await this.db.asset.findFirst({ where: mine, include: { blob: true }, orderBy: { createdAt: 'asc' } });
     if (!existing) throw new ApiError('blob_not_found', 'No blob with this hash is available to you.');
     const filePath = body.file_path === undefined ? existing.filePath : checkFilePath(body.file_path);
-    const contentType = checkContentType(body.content_type as string | undefined, body.file_path === undefined ? existing.contentType : guessContentType(filePath));
+    const contentType = checkContentType(body.content_type, body.file_path === undefined ? existing.contentType : guessContentType(filePath));
     await this.models.checkPath(filePath);
     // Any of the caller's records may be the identical one, not only the oldest. A record asked to
     // expire is never identical: its deadline counts from now. Nor is a record that expires, or a

@@ -3,26 +3,12 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { validateFilePath } from '#libs/assets';
-import { ApiError, type AssetView } from '#libs/contracts';
+import { ApiError, AssetFromUrlSchema, type AssetView } from '#libs/contracts';
 import { openDownload, OutboundError } from '#libs/outbound';
 import type { StoredBlob } from '#libs/storage';
 import { CONFIG } from '../../core/tokens.js';
-import { AssetsService, checkTags, parseExpiresIn, partContentType, type Owner } from './assets.service.js';
-
-export interface UrlImportBody {
-  url?: unknown;
-  file_path?: unknown;
-  content_type?: unknown;
-  expected_hash?: unknown;
-  tags?: unknown;
-  expires_in?: unknown;
-}
-
-function optionalString(value: unknown, name: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string') throw ApiError.invalid(`${name} must be a string.`);
-  return value;
-}
+import { parseV2Input } from '../parse-input.js';
+import { AssetsService, partContentType, type Owner } from './assets.service.js';
 
 /** The file name a URL ends in, when it is a plain one; otherwise a stand-in. */
 function nameFromUrl(url: URL): string {
@@ -54,19 +40,14 @@ export class UrlImports {
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
-  async import(account: Owner, body: UrlImportBody, request: FastifyRequest): Promise<{ view: AssetView; createdNew: boolean }> {
-    if (typeof body.url !== 'string' || body.url.length === 0 || body.url.length > 4096) throw ApiError.invalid('url must be an http(s) URL of at most 4096 characters.');
-    const given = optionalString(body.file_path, 'file_path');
-    const contentType = optionalString(body.content_type, 'content_type');
-    const expectedHash = optionalString(body.expected_hash, 'expected_hash');
-    const tags = checkTags(body.tags);
-    const expiresIn = parseExpiresIn(body.expires_in);
-    let url: URL;
-    try {
-      url = new URL(body.url);
-    } catch {
-      throw ApiError.invalid('url must be an absolute http(s) URL.');
-    }
+  async import(account: Owner, json: unknown, request: FastifyRequest): Promise<{ view: AssetView; createdNew: boolean }> {
+    const body = parseV2Input(AssetFromUrlSchema, json);
+    const given = body.file_path;
+    const contentType = body.content_type;
+    const expectedHash = body.expected_hash;
+    const tags = body.tags ?? [];
+    const expiresIn = body.expires_in;
+    const url = new URL(body.url);
     // Before any byte is fetched: the path's rules, and whether the account has room at all.
     const filePath = await this.assets.checkPlacement(account, given ?? nameFromUrl(url), 0);
     const maxBytes = this.config.urlImports.maxBytes;
