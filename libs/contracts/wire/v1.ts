@@ -97,11 +97,18 @@ export const V1QueueSchema = component(
 
 export const V1QueueInfoSchema = component('V1QueueInfo', z.object({ exec_info: z.object({ queue_remaining: z.int() }) }));
 
-export const V1QueueRequestSchema = component('V1QueueRequest', z.looseObject({ delete: z.array(z.string()).optional(), clear: z.boolean().optional() }));
+// As the engine reads these edits: only `clear: true` clears (anything else there is ignored).
+export const V1QueueRequestSchema = component('V1QueueRequest', z.looseObject({ delete: z.array(z.string()).optional(), clear: z.boolean().optional().catch(undefined) }));
 
 export const V1InterruptRequestSchema = component(
   'V1InterruptRequest',
-  z.looseObject({ prompt_id: z.string().nullable().optional().describe('Interrupt only this job; all running jobs of the account when absent.') }),
+  z.looseObject({
+    // A prompt_id that is not even text names no job, so it interrupts nothing (never everything):
+    // it reads as the empty id, which no job has.
+    prompt_id: z
+      .preprocess((value) => (value === undefined || value === null || typeof value === 'string' ? value : ''), z.string().nullable().optional())
+      .describe('Interrupt only this job; all running jobs of the account when absent.'),
+  }),
 );
 
 export const V1HistorySchema = component(

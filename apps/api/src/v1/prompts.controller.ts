@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { ApiError, isUuid } from '#libs/contracts';
+import { ApiError, isUuid, V1InterruptRequestSchema, V1QueueRequestSchema } from '#libs/contracts';
 import type { Account, Deployment, Job } from '#libs/db';
 import { toEngineErrorBody, validateWorkflow, workflowFormat } from '#libs/workflow';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
@@ -11,6 +11,7 @@ import { SubmissionService, WorkflowRejected } from '../jobs/submission.service.
 import { RateLimitGuard } from '../limits/index.js';
 import { CurrentDeployment, DeploymentScopeGuard, JobsScope } from '../surface/deployment-scope.js';
 import { RendersErrors } from '../http/error-renderer.js';
+import { parseWith } from '../contract/index.js';
 import { BadBody, engineErrorBody, parseJsonObject, v1Errors } from './http/engine-body.js';
 import { EngineViews } from './jobs/engine-views.js';
 import { v1Status } from './jobs/v1-status.js';
@@ -25,15 +26,20 @@ function intParam(value: unknown, fallback: number, max: number): number {
   return Math.min(n, max);
 }
 
-/** The body of the engine's queue and history edits: `{delete?: [prompt_id, ...], clear?: true}`. */
+/** The body of the engine's queue and history edits: `{delete?: [prompt_id, ...], clear?: true}` (V1QueueRequest). */
 function parseDeleteBody(raw: unknown): { ids: string[]; clear: boolean } {
-  const body = parseJsonObject(raw);
-  if (body.delete !== undefined && (!Array.isArray(body.delete) || body.delete.some((id) => typeof id !== 'string'))) {
-    throw new BadBody('invalid_request', 'delete must be a list of prompt ids', 'delete');
-  }
+  const body = parseWith(V1QueueRequestSchema, parseJsonObject(raw), () => new BadBody('invalid_request', 'delete must be a list of prompt ids', 'delete'));
   // An id that is not a UUID names no job: nothing to do for it, as the engine ignores unknown ids.
-  const ids = ((body.delete as string[] | undefined) ?? []).filter(isUuid).map((id) => id.toLowerCase());
+  const ids = (body.delete ?? []).filter(isUuid).map((id) => id.toLowerCase());
   return { ids: ids.slice(0, 1000), clear: body.clear === true };
+}
+
+/** `{prompt_id?}` (V1InterruptRequest): null without one, '' when it names no job. */
+function parseInterruptBody(raw: unknown): { promptId: string | null } {
+  // Nothing in it can be refused: every failure of the schema would be a bug, shown as such.
+  const body = parseWith(V1InterruptRequestSchema, parseJsonObject(raw), (issues) => new Error(`V1InterruptRequest refused: ${issues[0]!.message}`));
+  if (body.prompt_id === undefined || body.prompt_id === null) return { promptId: null };
+  return { promptId: isUuid(body.prompt_id) ? body.prompt_id.toLowerCase() : '' };
 }
 
 /** Runs an engine-body parser; a bad body is answered with the engine's 400 and gives null. */
@@ -190,10 +196,10 @@ export class V1PromptsController {
   @Post('interrupt')
   @HttpCode(200)
   async interrupt(@JobsScope() mine: JobScope, @Body() raw: unknown, @Res({ passthrough: true }) reply: FastifyReply) {
-    const body = parsedOr400(reply, () => parseJsonObject(raw));
+    const body = parsedOr400(reply, () => parseInterruptBody(raw));
     if (!body) return reply;
-    const promptId = typeof body.prompt_id === 'string' && isUuid(body.prompt_id) ? body.prompt_id.toLowerCase() : null;
-    if (body.prompt_id !== undefined && body.prompt_id !== null && !promptId) return reply.status(200).send();
+    const { promptId } = body;
+    if (promptId === '') return reply.status(200).send();
     const running = await this.jobs.list(mine, ['running'], promptId ? [promptId] : null);
     for (const job of running) await this.control.cancel(job);
     return reply.status(200).send();
