@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ROUTER_BUCKETS } from '../router.js';
-import { additive, component } from './components.js';
+import { additive, checkedLater, component } from './components.js';
 
 // The model router's shapes (/v1/models), as Comfy's public router documents name them.
 
@@ -43,9 +43,35 @@ export const RouterModelListResponseSchema = component(
     limit: z.int().min(1).max(100),
   }),
 );
+export const ROUTER_DEFAULT_PAGE_LIMIT = 20;
+export const ROUTER_MAX_PAGE_LIMIT = 100;
+
+const ROUTER_LIMIT_REFUSED = 'limit must be an integer.';
+
+/**
+ * The catalog page's query, from its text on the wire. `limit`: the last of repeated values, an
+ * optionally signed integer (spaces around it allowed), clamped; the document shows the integer.
+ * `cursor`: one string here, documented as RouterPageCursor; its signature is checked by the list.
+ */
 export const RouterModelListQuerySchema = z.object({
-  cursor: RouterPageCursorSchema.optional().describe("The previous page's `next_cursor`."),
-  limit: z.int().optional().describe('Clamped to 100, zero or negative selects the default (20).'),
+  cursor: checkedLater(z.string({ error: "Pass one cursor, the previous page's next_cursor." }), 'RouterPageCursor')
+    .optional()
+    .describe("The previous page's `next_cursor`."),
+  limit: z
+    .preprocess(
+      (value) => (Array.isArray(value) ? value[value.length - 1] : value),
+      z
+        .string({ error: ROUTER_LIMIT_REFUSED })
+        .trim()
+        .regex(/^[+-]?\d+$/, ROUTER_LIMIT_REFUSED)
+        .transform((text) => {
+          const n = Number(text);
+          return n <= 0 ? ROUTER_DEFAULT_PAGE_LIMIT : Math.min(n, ROUTER_MAX_PAGE_LIMIT);
+        })
+        .pipe(z.int()),
+    )
+    .optional()
+    .describe(`Clamped to ${ROUTER_MAX_PAGE_LIMIT}, zero or negative selects the default (${ROUTER_DEFAULT_PAGE_LIMIT}).`),
 });
 export const RouterModelInputSchema = component('RouterModelInput', z.record(z.string(), z.unknown()).describe("The partner model's native JSON input, forwarded unchanged."));
 export const RouterModelOutputSchema = component('RouterModelOutput', z.record(z.string(), z.unknown()).describe("The partner model's native output, returned unchanged."));

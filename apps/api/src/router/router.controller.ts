@@ -2,6 +2,8 @@ import type { ServerResponse } from 'node:http';
 import { Controller, Delete, Get, Inject, Options, Param, Patch, Post, Put, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
+import { ROUTER_DEFAULT_PAGE_LIMIT, RouterModelListQuerySchema } from '#libs/contracts';
+import { parseWith } from '../contract/index.js';
 import { CONFIG } from '../core/tokens.js';
 import { toErrorShape } from '../http/error-body.js';
 import { RendersErrors } from '../http/error-renderer.js';
@@ -16,19 +18,6 @@ import { ifNoneMatchHits } from './etag.js';
 import { modelPathSegments, serviceRequestId } from './request-context.js';
 import { RouterAuthGuard, workspaceOf } from './router-auth.js';
 import { routerErrors } from './router-errors.js';
-
-const DEFAULT_LIMIT = 20;
-const MAX_LIMIT = 100;
-
-/** `limit`: default 20, clamped to 100, zero or negative selects the default; not a number is refused. */
-export function pageLimit(value: unknown): number {
-  if (value === undefined) return DEFAULT_LIMIT;
-  const text = Array.isArray(value) ? value[value.length - 1] : value;
-  if (typeof text !== 'string' || !/^[+-]?\d+$/.test(text.trim())) throw new RouterError('invalid_input', 'limit must be an integer.');
-  const n = Number(text.trim());
-  if (n <= 0) return DEFAULT_LIMIT;
-  return Math.min(n, MAX_LIMIT);
-}
 
 /**
  * 405 for a method no router route serves, with the methods that path does take. It is thrown
@@ -66,12 +55,11 @@ export class RouterController {
   }
 
   @Get()
-  async list(@Req() request: FastifyRequest, @Query('cursor') cursor: unknown, @Query('limit') limitParam: unknown) {
+  async list(@Req() request: FastifyRequest, @Query() query: unknown) {
     const account = workspaceOf(request);
-    const limit = pageLimit(limitParam);
+    const { cursor, limit = ROUTER_DEFAULT_PAGE_LIMIT } = parseWith(RouterModelListQuerySchema, query, (issues) => new RouterError('invalid_input', issues[0]!.message));
     let after: string | null = null;
     if (cursor !== undefined) {
-      if (typeof cursor !== 'string') throw new RouterError('invalid_input', 'Pass one cursor, the previous page\'s next_cursor.');
       try {
         after = this.cursors.decode(account.id, cursor);
       } catch (err) {
