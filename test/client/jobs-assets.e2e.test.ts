@@ -36,7 +36,14 @@ describe('TypeScript client: jobs and assets', () => {
 
   it('submits, follows the event stream to the end and downloads the output, streamed', async () => {
     const events: JobEvent[] = [];
-    const job = await client.run({ workflow: tinyImage(0x336699) }, { onEvent: (e) => events.push(e) });
+    // The image is saved after a second on the engine, so the stream is open before the output
+    // event: a stream opened after the job ended starts from its final snapshot.
+    const workflow = {
+      '1': { class_type: 'EmptyImage', inputs: { width: 8, height: 8, batch_size: 1, color: 0x336699 } },
+      '2': { class_type: 'SimSleep', inputs: { source: ['1', 0], ms: 1000 } },
+      '3': { class_type: 'SaveImage', inputs: { images: ['2', 0], filename_prefix: 'followed' } },
+    };
+    const job = await client.run({ workflow }, { onEvent: (e) => events.push(e) });
     expect(job.status).toBe('succeeded');
     expect(events.filter((e) => e.event === 'status').map((e) => (e.data as { status: string }).status).at(-1)).toBe('succeeded');
     expect(events.some((e) => e.event === 'output')).toBe(true);
