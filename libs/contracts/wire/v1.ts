@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isStorableText } from '../text.js';
-import { checkedLater, component, uuid } from './components.js';
+import { checkedLater, component, parsedFromText, uuid } from './components.js';
 
 // The engine-compatible v1 surface's shapes, as the engine (ComfyUI's server.py) sends and takes them.
 
@@ -55,6 +55,11 @@ export const V1EngineErrorSchema = component(
     })
     .describe("The engine's validation failure body."),
 );
+
+/** The engine's three folders: any other type fails there. */
+const V1_FOLDER_TYPES = ['input', 'output', 'temp'] as const;
+
+const FOLDER_TYPE_REFUSED = 'type must be input, output or temp.';
 
 export const V1UploadSchema = component(
   'V1Upload',
@@ -130,3 +135,110 @@ export const V1NameListSchema = component('V1NameList', z.array(z.string()));
 export const V1FeaturesSchema = component('V1Features', z.looseObject({ supports_preview_metadata: z.boolean(), max_upload_size: z.int() }));
 
 export const V1SystemStatsSchema = component('V1SystemStats', z.looseObject({ system: z.record(z.string(), z.unknown()), devices: z.array(z.record(z.string(), z.unknown())) }));
+
+// Query parameters as the engine (aiohttp) reads them: `query.get(name)` is the first of repeated
+// values, and a parameter is text or absent.
+const firstText = (value: unknown): string | undefined => {
+  const first = Array.isArray(value) ? (value as unknown[])[0] : value;
+  return typeof first === 'string' ? first : undefined;
+};
+const engineParam = <T extends z.ZodType>(schema: T) => z.preprocess(firstText, schema);
+
+/** The engine's `int(text)`: optional sign, ASCII digits with single underscores between them, spaces around. */
+const PYTHON_INT = /^\s*[+-]?\d+(?:_\d+)*\s*$/;
+
+/**
+ * An integer parameter the engine reads with `int()`: anything else fails there, so it is refused
+ * here (400 `invalid_request`). `clamp` keeps what the handler can serve; the document shows the integer.
+ */
+function engineInt(name: string, clamp: (n: number) => number) {
+  const refused = `${name} must be an integer.`;
+  return engineParam(
+    z
+      .string({ error: refused })
+      .regex(PYTHON_INT, refused)
+      .transform((text) => clamp(Number(text.replace(/[\s_]/g, ''))))
+      .pipe(z.int())
+      .optional(),
+  );
+}
+
+export const V1_HISTORY_DEFAULT_ITEMS = 200;
+export const V1_HISTORY_MAX_ITEMS = 1000;
+const V1_HISTORY_MAX_OFFSET = 1_000_000;
+
+/** `GET /api/history`: `max_items` below zero is none (the engine answers nothing), `offset` below zero the newest page. */
+export const V1HistoryQuerySchema = z.object({
+  max_items: engineInt('max_items', (n) => (n < 0 ? 0 : Math.min(n, V1_HISTORY_MAX_ITEMS))).describe(
+    `At most this many (default ${V1_HISTORY_DEFAULT_ITEMS}, at most ${V1_HISTORY_MAX_ITEMS}; below zero, none).`,
+  ),
+  offset: engineInt('offset', (n) => (n < 0 ? -1 : Math.min(n, V1_HISTORY_MAX_OFFSET))).describe(
+    'Skip this many of the oldest; without it (or below zero), the newest `max_items`.',
+  ),
+});
+
+const FILENAME_REQUIRED = 'filename is required.';
+
+/**
+ * `GET /api/view`. An empty `type` is `output`, as the engine reads it; whether `filename` or
+ * `subfolder` climbs out of its folder is judged by the handler (400 and 403, as the engine answers).
+ */
+export const V1ViewQuerySchema = z.object({
+  filename: engineParam(z.string({ error: FILENAME_REQUIRED }).min(1, FILENAME_REQUIRED).max(1024, 'filename must be at most 1024 characters.')).describe('File name.'),
+  subfolder: engineParam(z.string().max(1024, 'subfolder must be at most 1024 characters.').optional()).describe('As the output reported it.'),
+  type: z
+    .preprocess(
+      (value) => firstText(value) || undefined,
+      z.enum(V1_FOLDER_TYPES, { error: FOLDER_TYPE_REFUSED }).optional(),
+    )
+    .describe('`output` (the default), `input` or `temp`.'),
+});
+
+/**
+ * `?flag=` as the engine reads it: true only for "true", in any case (documented as the text
+ * sent). Absent, it is undefined: the handler's default.
+ */
+const engineFlag = (description: string) =>
+  parsedFromText(
+    engineParam(z.string().optional())
+      .transform((text) => text?.toLowerCase() === 'true')
+      .pipe(z.boolean())
+      .optional()
+      .describe(description),
+  );
+/** `?overwrite=`: anything but exactly "false" overwrites (absent: undefined, which overwrites too). */
+const OVERWRITE = parsedFromText(
+  engineParam(z.string().optional())
+    .transform((text) => text !== 'false')
+    .pipe(z.boolean())
+    .optional()
+    .describe('Anything but `false` overwrites.'),
+);
+
+const DIRECTORY_NOT_PROVIDED = 'Directory not provided';
+
+/** `GET /api/userdata`: a missing or empty `dir` is the engine's 400 `Directory not provided`. */
+export const V1UserDataListQuerySchema = z.object({
+  dir: engineParam(z.string({ error: DIRECTORY_NOT_PROVIDED }).min(1, DIRECTORY_NOT_PROVIDED)).describe('Folder, relative to the user folder (`.` for itself).'),
+  recurse: engineFlag('`true`: files at any depth.'),
+  split: engineFlag('`true`: each path with its segments.'),
+  full_info: engineFlag('`true`: size and times.'),
+});
+
+/** `GET /api/v2/userdata`. */
+export const V1UserDataTreeQuerySchema = z.object({
+  path: engineParam(z.string().optional()).describe('Folder, relative to the user folder; empty for the user folder.'),
+});
+
+/** `POST /api/userdata/{file}` and `.../move/{dest}`. */
+export const V1UserDataWriteQuerySchema = z.object({
+  overwrite: OVERWRITE,
+  full_info: engineFlag('`true`: answer with size and times.'),
+});
+
+const NO_SAFETENSORS = 'The safetensors model was not found.';
+
+/** `GET /api/view_metadata/{folder}`: the engine answers 404 without a `.safetensors` file name. */
+export const V1ViewMetadataQuerySchema = z.object({
+  filename: engineParam(z.string({ error: NO_SAFETENSORS }).regex(/\.safetensors$/, NO_SAFETENSORS)).describe('A `.safetensors` model file name.'),
+});

@@ -5465,9 +5465,9 @@ export interface operations {
     };
     getApiViewMetadataByFolder: {
         parameters: {
-            query?: {
-                /** @description Model file name. */
-                filename?: string;
+            query: {
+                /** @description A `.safetensors` model file name. */
+                filename: string;
             };
             header?: never;
             path: {
@@ -7949,10 +7949,10 @@ export interface operations {
     getApiHistory: {
         parameters: {
             query?: {
-                /** @description At most this many (an integer; default 200, at most 1000). */
-                max_items?: string;
-                /** @description Skip this many of the oldest (an integer); without it, the newest `max_items`. */
-                offset?: string;
+                /** @description At most this many (default 200, at most 1000; below zero, none). */
+                max_items?: number;
+                /** @description Skip this many of the oldest; without it (or below zero), the newest `max_items`. */
+                offset?: number;
             };
             header?: never;
             path?: never;
@@ -7967,6 +7967,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["V1History"];
+                };
+            };
+            /** @description ErrorEnvelope with `error.code` `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description ErrorEnvelope with `error.code` `unauthorized`. */
@@ -8179,8 +8188,8 @@ export interface operations {
                 filename: string;
                 /** @description As the output reported it. */
                 subfolder?: string;
-                /** @description `output`, `input` or `temp`. */
-                type?: string;
+                /** @description `output` (the default), `input` or `temp`. */
+                type?: "input" | "output" | "temp";
             };
             header?: never;
             path?: never;
@@ -8216,6 +8225,15 @@ export interface operations {
             };
             /** @description ErrorEnvelope with `error.code` `unauthorized`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description ErrorEnvelope with `error.code` `forbidden`. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
