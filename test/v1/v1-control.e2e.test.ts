@@ -392,4 +392,19 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
       expect([query, listing.status, listing.headers.get('content-type'), listing.text]).toEqual([query, 400, 'text/plain; charset=utf-8', 'Directory not provided']);
     }
   });
+
+  it('parses upload fields with their declared schemas: a folder the engine does not have is refused, and the bytes do not stay', async () => {
+    const c = await world.account();
+    const store = createBlobStore(loadConfig(world.stack.env()));
+    const png = testPng(7, 3);
+    expect(envelope(await world.upload(c.key, png, 'a.png', { type: 'models' }))).toEqual([400, 'invalid_request', 'type must be input, output or temp.']);
+    expect(await store.has(blake3Hex(png))).toBe(false);
+    const temp = await world.upload(c.key, png, 'a.png', { type: 'temp', overwrite: '1' });
+    expect([temp.status, temp.body.type]).toEqual([200, 'temp']);
+    const mask = (fields: Record<string, string>) => world.upload(c.key, testPng(7, 3, 1, true), 'mask.png', fields, '/api/upload/mask');
+    const ref = JSON.stringify({ filename: temp.body.name, subfolder: '', type: 'input' });
+    expect(envelope(await mask({ original_ref: ref, type: 'models' }))).toEqual([400, 'invalid_request', 'type must be input, output or temp.']);
+    expect(envelope(await mask({ original_ref: '[]' }))).toEqual([400, 'invalid_request', 'original_ref must name the original image: {filename, subfolder, type}.']);
+    expect(envelope(await mask({}))).toEqual([400, 'invalid_request', 'original_ref must be JSON {filename, subfolder, type} naming the original image.']);
+  });
 });

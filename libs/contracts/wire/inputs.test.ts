@@ -1,7 +1,10 @@
 import type { z } from 'zod';
-import { V1HistoryQuerySchema, V1UserDataListQuerySchema, V1UserDataTreeQuerySchema, V1UserDataWriteQuerySchema, V1ViewMetadataQuerySchema, V1ViewQuerySchema } from '../index.js';
+import {
+  AssetUploadFieldsSchema, V1HistoryQuerySchema, V1MaskUploadFieldsSchema, V1UploadFieldsSchema, V1UserDataListQuerySchema,
+  V1UserDataTreeQuerySchema, V1UserDataWriteQuerySchema, V1ViewMetadataQuerySchema, V1ViewQuerySchema,
+} from '../index.js';
 
-// The query schemas the handlers parse their input with: what each reads and
+// The query and multipart-field schemas the handlers parse their input with: what each reads and
 // how it words a refusal (the handler's renderer gives the refusal its surface's shape).
 
 function parsed<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
@@ -79,5 +82,50 @@ describe('v1 GET /api/view_metadata/{folder} query', () => {
   it('takes only a .safetensors file name', () => {
     expect(parsed(V1ViewMetadataQuerySchema, { filename: ['a.safetensors', 'b.ckpt'] })).toEqual({ filename: 'a.safetensors' });
     for (const query of [{}, { filename: 'a.ckpt' }, { filename: 'a.safetensors.txt' }]) expect(refusal(V1ViewMetadataQuerySchema, query)).toBe('The safetensors model was not found.');
+  });
+});
+
+describe('v1 upload fields', () => {
+  it('takes the engine\'s three folder types, an empty one as absent, and any overwrite text', () => {
+    expect(parsed(V1UploadFieldsSchema, { type: 'temp', subfolder: 'a/b', overwrite: '1' })).toEqual({ type: 'temp', subfolder: 'a/b', overwrite: '1' });
+    expect(parsed(V1UploadFieldsSchema, { type: '' })).toEqual({});
+    expect(refusal(V1UploadFieldsSchema, { type: 'models' })).toBe('type must be input, output or temp.');
+  });
+
+  it('reads a mask\'s original_ref from its JSON, defaulting a subfolder or type that is not text', () => {
+    const ref = (value: unknown) => ({ original_ref: JSON.stringify(value) });
+    expect(parsed(V1MaskUploadFieldsSchema, ref({ filename: 'a.png', subfolder: 5 })).original_ref).toEqual({ filename: 'a.png', subfolder: '', type: 'input' });
+    expect(parsed(V1MaskUploadFieldsSchema, { ...ref({ filename: 'a.png', subfolder: 's', type: 'output' }), type: 'temp' })).toEqual({
+      type: 'temp',
+      original_ref: { filename: 'a.png', subfolder: 's', type: 'output' },
+    });
+    const notJson = 'original_ref must be JSON {filename, subfolder, type} naming the original image.';
+    const noName = 'original_ref must name the original image: {filename, subfolder, type}.';
+    expect(refusal(V1MaskUploadFieldsSchema, {})).toBe(notJson);
+    expect(refusal(V1MaskUploadFieldsSchema, { original_ref: '{nope' })).toBe(notJson);
+    for (const value of [null, [], 'a.png', { filename: '' }, { filename: 3 }, {}]) expect(refusal(V1MaskUploadFieldsSchema, ref(value))).toBe(noName);
+    expect(refusal(V1MaskUploadFieldsSchema, { ...ref({ filename: 'a.png' }), type: 'models' })).toBe('type must be input, output or temp.');
+  });
+});
+
+describe('v2 POST /api/v2/assets fields', () => {
+  it('reads the text fields as the JSON bodies read theirs', () => {
+    const hex = 'AB'.repeat(32);
+    expect(parsed(AssetUploadFieldsSchema, {})).toEqual({});
+    expect(parsed(AssetUploadFieldsSchema, { expected_hash: hex, 'tags[]': ['a'], expires_in: '60', content_type: '', file_path: '' })).toEqual({
+      expected_hash: hex,
+      'tags[]': ['a'],
+      expires_in: 60,
+      content_type: '',
+      file_path: '',
+    });
+    expect(parsed(AssetUploadFieldsSchema, { expires_in: '' })).toEqual({});
+  });
+
+  it('words each refusal', () => {
+    expect(refusal(AssetUploadFieldsSchema, { expected_hash: 'junk' })).toBe('expected_hash must look like blake3:<64 hex digits>.');
+    expect(refusal(AssetUploadFieldsSchema, { 'tags[]': Array.from({ length: 33 }, (_, i) => `t${i}`) })).toBe('At most 32 tags are allowed.');
+    expect(refusal(AssetUploadFieldsSchema, { 'tags[]': [''] })).toBe('tags must be a list of strings of 1 to 128 characters.');
+    expect(refusal(AssetUploadFieldsSchema, { expires_in: '5' })).toBe('expires_in must be a whole number of seconds from 60 to 604800.');
   });
 });

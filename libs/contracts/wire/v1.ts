@@ -61,23 +61,62 @@ const V1_FOLDER_TYPES = ['input', 'output', 'temp'] as const;
 
 const FOLDER_TYPE_REFUSED = 'type must be input, output or temp.';
 
+/** An upload's `type`: an empty one reads as absent, so the upload lands in `input`. */
+const UPLOAD_TYPE = z.preprocess(
+  (value) => (value === '' ? undefined : value),
+  z.enum(V1_FOLDER_TYPES, { error: FOLDER_TYPE_REFUSED }).optional(),
+);
+
+/** The text fields of `POST /api/upload/image` (the last value of a repeated field). */
+export const V1UploadFieldsSchema = z.object({
+  type: UPLOAD_TYPE,
+  subfolder: z.string().optional().describe('Accepted and ignored: storage is flat and content-addressed.'),
+  overwrite: z.string().optional().describe('Accepted and ignored (the engine overwrites for `true` or `1`).'),
+});
+
 export const V1UploadSchema = component(
   'V1Upload',
-  z.object({
-    image: z.string().meta({ contentMediaType: 'application/octet-stream' }),
-    type: z.enum(['input', 'temp', 'output']).optional(),
-    subfolder: z.string().optional().describe('Accepted and ignored: storage is flat and content-addressed.'),
-    overwrite: z.enum(['true', 'false']).optional().describe('Accepted and ignored.'),
-  }),
+  z.object({ image: z.string().meta({ contentMediaType: 'application/octet-stream' }), ...V1UploadFieldsSchema.shape }),
 );
+
+const REF_NOT_JSON = 'original_ref must be JSON {filename, subfolder, type} naming the original image.';
+const REF_NO_NAME = 'original_ref must name the original image: {filename, subfolder, type}.';
+
+/** The text fields of `POST /api/upload/mask`; `original_ref` is read from its JSON text (documented as that text). */
+export const V1MaskUploadFieldsSchema = z.object({
+  type: UPLOAD_TYPE,
+  subfolder: z.string().optional().describe('Accepted and ignored.'),
+  original_ref: parsedFromText(
+    z
+      .string({ error: REF_NOT_JSON })
+      .transform((text, ctx) => {
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          ctx.addIssue({ code: 'custom', message: REF_NOT_JSON });
+          return z.NEVER;
+        }
+      })
+      .pipe(
+        z.object(
+          {
+            filename: z.string({ error: REF_NO_NAME }).min(1, REF_NO_NAME),
+            // As before: a subfolder or type that is not text is the default, not a refusal.
+            subfolder: z.string().catch(''),
+            type: z.string().catch('input'),
+          },
+          { error: REF_NO_NAME },
+        ),
+      )
+      .describe('JSON `{filename, subfolder, type}` naming the original image.'),
+  ),
+});
 
 export const V1MaskUploadSchema = component(
   'V1MaskUpload',
   z.object({
     image: z.string().meta({ contentMediaType: 'application/octet-stream', description: 'The mask; its alpha channel is applied to the original.' }),
-    type: z.enum(['input']).optional(),
-    subfolder: z.string().optional().describe('Accepted and ignored.'),
-    original_ref: z.string().describe('JSON `{filename, subfolder, type}` naming the original image.'),
+    ...V1MaskUploadFieldsSchema.shape,
   }),
 );
 

@@ -1479,11 +1479,12 @@ export interface components {
             /** @description The bytes (one file part). */
             file: string;
             /** @description Media type to record; this service defaults it to the part's when absent. */
-            content_type: string;
+            content_type?: string;
             /** @description This service defaults it to the part's file name when absent. */
-            file_path: string;
+            file_path?: string;
             /** @description When given and different from the computed hash: 409 hash_mismatch, nothing stored. */
             expected_hash?: string;
+            /** @description A `tags` field is read as one more `tags[]`. */
             "tags[]"?: string[];
             expires_in?: number;
         };
@@ -1668,20 +1669,17 @@ export interface components {
         V1Upload: {
             image: string;
             /** @enum {string} */
-            type?: "input" | "temp" | "output";
+            type?: "input" | "output" | "temp";
             /** @description Accepted and ignored: storage is flat and content-addressed. */
             subfolder?: string;
-            /**
-             * @description Accepted and ignored.
-             * @enum {string}
-             */
-            overwrite?: "true" | "false";
+            /** @description Accepted and ignored (the engine overwrites for `true` or `1`). */
+            overwrite?: string;
         };
         V1MaskUpload: {
             /** @description The mask; its alpha channel is applied to the original. */
             image: string;
             /** @enum {string} */
-            type?: "input";
+            type?: "input" | "output" | "temp";
             /** @description Accepted and ignored. */
             subfolder?: string;
             /** @description JSON `{filename, subfolder, type}` naming the original image. */
