@@ -407,4 +407,12 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
     expect(envelope(await mask({ original_ref: '[]' }))).toEqual([400, 'invalid_request', 'original_ref must name the original image: {filename, subfolder, type}.']);
     expect(envelope(await mask({}))).toEqual([400, 'invalid_request', 'original_ref must be JSON {filename, subfolder, type} naming the original image.']);
   });
+
+  it('parses the log subscription with its declared schema, refused in the engine\'s 400 body', async () => {
+    const c = await world.account();
+    const subscribe = (body: unknown) => call(`${world.url}/api/internal/logs/subscribe`, { method: 'PATCH', headers: { 'x-api-key': c.key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const refused = await subscribe({ clientId: 'terminal' });
+    expect([refused.status, refused.body.error.type, refused.body.error.message]).toEqual([400, 'invalid_request', 'The body must be {"clientId": string, "enabled": boolean}']);
+    expect((await subscribe({ clientId: 'terminal', enabled: 1 })).status).toBe(200);
+  });
 });

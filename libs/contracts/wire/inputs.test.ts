@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import {
-  AssetUploadFieldsSchema, V1HistoryQuerySchema, V1MaskUploadFieldsSchema, V1UploadFieldsSchema, V1UserDataListQuerySchema,
+  AssetUploadFieldsSchema, V1HistoryQuerySchema, V1LogsSubscribeRequestSchema, V1MaskUploadFieldsSchema, V1UploadFieldsSchema, V1UserDataListQuerySchema,
   V1UserDataTreeQuerySchema, V1UserDataWriteQuerySchema, V1ViewMetadataQuerySchema, V1ViewQuerySchema,
 } from '../index.js';
 
@@ -105,6 +105,16 @@ describe('v1 upload fields', () => {
     expect(refusal(V1MaskUploadFieldsSchema, { original_ref: '{nope' })).toBe(notJson);
     for (const value of [null, [], 'a.png', { filename: '' }, { filename: 3 }, {}]) expect(refusal(V1MaskUploadFieldsSchema, ref(value))).toBe(noName);
     expect(refusal(V1MaskUploadFieldsSchema, { ...ref({ filename: 'a.png' }), type: 'models' })).toBe('type must be input, output or temp.');
+  });
+});
+
+describe('v1 PATCH /api/internal/logs/subscribe body', () => {
+  it('needs a client id and an enabled, read for its truth', () => {
+    expect(parsed(V1LogsSubscribeRequestSchema, { clientId: 'c', enabled: 1 })).toEqual({ clientId: 'c', enabled: true });
+    expect(parsed(V1LogsSubscribeRequestSchema, { clientId: 'c', enabled: null })).toEqual({ clientId: 'c', enabled: false });
+    for (const body of [{ clientId: 'c' }, { enabled: true }, { clientId: '', enabled: true }, { clientId: 'x'.repeat(129), enabled: true }, { clientId: 7, enabled: true }]) {
+      expect(refusal(V1LogsSubscribeRequestSchema, body)).toBe('The body must be {"clientId": string, "enabled": boolean}');
+    }
   });
 });
 

@@ -155,6 +155,24 @@ export const V1InterruptRequestSchema = component(
   }),
 );
 
+export const V1_SUBSCRIBE_REFUSED = 'The body must be {"clientId": string, "enabled": boolean}';
+
+export const V1LogsSubscribeRequestSchema = component(
+  'V1LogsSubscribeRequest',
+  z.looseObject({
+    clientId: z.string({ error: V1_SUBSCRIBE_REFUSED }).min(1, V1_SUBSCRIBE_REFUSED).max(128, V1_SUBSCRIBE_REFUSED).describe('The client id of your sockets (`/ws?clientId=`).'),
+    // Read for its truth, as the engine reads it; only a missing one is refused.
+    enabled: z
+      .unknown()
+      .refine((value) => value !== undefined, V1_SUBSCRIBE_REFUSED)
+      .transform(Boolean)
+      .pipe(z.boolean())
+      .describe('Any true value turns pushing on.'),
+  }),
+);
+
+export const V1SettingsSchema = component('V1Settings', z.record(z.string(), z.unknown()).describe('Setting id → value.'));
+
 export const V1HistorySchema = component(
   'V1History',
   z

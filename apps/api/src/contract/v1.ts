@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import {
-  V1EngineErrorSchema, V1FeaturesSchema, V1HistoryQuerySchema, V1HistorySchema, V1InterruptRequestSchema, V1JobStatusSchema, V1MaskUploadSchema, V1NameListSchema, V1ObjectInfoSchema,
+  V1EngineErrorSchema, V1FeaturesSchema, V1HistoryQuerySchema, V1HistorySchema, V1InterruptRequestSchema, V1LogsSubscribeRequestSchema, V1SettingsSchema, V1JobStatusSchema, V1MaskUploadSchema, V1NameListSchema, V1ObjectInfoSchema,
   V1PromptRequestSchema, V1PromptResponseSchema, V1QueueInfoSchema, V1QueueRequestSchema, V1QueueSchema, V1SystemStatsSchema, V1UploadResponseSchema, V1UploadSchema,
   V1UserDataListQuerySchema, V1UserDataTreeQuerySchema, V1UserDataWriteQuerySchema, V1ViewMetadataQuerySchema, V1ViewQuerySchema, type ErrorCode,
 } from '#libs/contracts';
@@ -80,13 +80,13 @@ const REST: Operation[] = [
     200: json(z.object({ storage: z.string(), migrated: z.boolean() }), "`{storage: \"server\", migrated}`: the engine's single-user answer; the account is the one user. `migrated` once the user folder holds a file."),
   }),
   op('post', '/api/users', 'Add a user', { 400: json(ERROR_TEXT, '`{error}`: users are accounts here, made by operators.') }, anyJson(false)),
-  op('get', '/api/settings', 'All settings', { 200: json(z.record(z.string(), z.unknown()), 'Setting id → value, from `comfy.settings.json` in the user folder.') }),
+  op('get', '/api/settings', 'All settings', { 200: json(V1SettingsSchema, 'From `comfy.settings.json` in the user folder.') }),
   op(
     'post',
     '/api/settings',
     'Merge settings',
     { 200: empty, 400: { description: engineError.description, content: { 'application/json': z.union([V1EngineErrorSchema, ERROR_TEXT]) } }, 413: text('The settings file would pass a `USERDATA_*` limit.') },
-    { description: "The posted object's keys replace those settings; others stay.", ...anyJson() },
+    { description: "The posted object's keys replace those settings; others stay.", ...jsonBody(V1SettingsSchema) },
   ),
   op('get', '/api/settings/{id}', 'One setting', { 200: json(z.unknown(), 'Its value, or `null` when unset.') }, { params: path1('id', 'Setting id.') }),
   op(
@@ -170,8 +170,8 @@ const REST: Operation[] = [
     ),
   }, {}, SCOPED),
   op('patch', '/api/internal/logs/subscribe', "Have your jobs' log lines pushed", { 200: empty, 400: engineError }, {
-    description: "`{clientId, enabled}`: that client id's sockets get a `logs` message with each of your jobs' lines as it ends.",
-    ...anyJson(),
+    description: "That client id's sockets get a `logs` message with each of your jobs' lines as it ends.",
+    ...jsonBody(V1LogsSubscribeRequestSchema),
   }),
   op('get', '/api/internal/folder_paths', 'Model folders on disk', { 200: json(z.record(z.string(), z.array(z.string())), 'Folder → paths; every list is empty (engine paths are not shown).') }),
   op(

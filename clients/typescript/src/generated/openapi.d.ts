@@ -919,7 +919,7 @@ export interface paths {
         head?: never;
         /**
          * Have your jobs' log lines pushed
-         * @description `{clientId, enabled}`: that client id's sockets get a `logs` message with each of your jobs' lines as it ends.
+         * @description That client id's sockets get a `logs` message with each of your jobs' lines as it ends.
          */
         patch: operations["patchApiInternalLogsSubscribe"];
         trace?: never;
@@ -1726,6 +1726,18 @@ export interface components {
             /** @description Interrupt only this job; all running jobs of the account when absent. */
             prompt_id?: string | null;
         } & {
+            [key: string]: unknown;
+        };
+        V1LogsSubscribeRequest: {
+            /** @description The client id of your sockets (`/ws?clientId=`). */
+            clientId: string;
+            /** @description Any true value turns pushing on. */
+            enabled: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Setting id → value. */
+        V1Settings: {
             [key: string]: unknown;
         };
         /** @description Keyed by prompt id: `{prompt, outputs: {node_id: {images: [{filename, subfolder, type}]}}, status: {status_str, completed, messages}, meta}`. `{}` for an unknown prompt. */
@@ -5873,15 +5885,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Setting id → value, from `comfy.settings.json` in the user folder. */
+            /** @description From `comfy.settings.json` in the user folder. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["V1Settings"];
                 };
             };
             /** @description ErrorEnvelope with `error.code` `unauthorized`. */
@@ -5935,7 +5945,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": unknown;
+                "application/json": components["schemas"]["V1Settings"];
             };
         };
         responses: {
@@ -6907,7 +6917,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": unknown;
+                "application/json": components["schemas"]["V1LogsSubscribeRequest"];
             };
         };
         responses: {
