@@ -274,6 +274,20 @@ describe.each<StorageKind>(['s3', 'local'])('v2 assets on the %s store', (storag
     expect(right.status).toBe(201);
   });
 
+  it('parses the text fields with the declared AssetUpload fields: a hash in any case without blake3:, tags and tags[], refusals in its words', async () => {
+    const bytes = randomBytes(700);
+    const actual = b3sum(bytes);
+    const up = await upload(alice.key, bytes, 'f.bin', { expected_hash: actual.toUpperCase(), 'tags[]': ['one'], tags: 'two', file_path: '', content_type: '' });
+    expect([up.status, up.body.hash, up.body.tags, up.body.file_path]).toEqual([201, `blake3:${actual}`, ['one', 'two'], 'f.bin']);
+    const refusal = async (fields: Record<string, string | string[]>) => {
+      const r = await upload(alice.key, randomBytes(40), 'g.bin', fields);
+      return [r.status, envelopeCode(r), r.body.error.message];
+    };
+    expect(await refusal({ expected_hash: 'blake3:xyz' })).toEqual([400, 'invalid_request', 'expected_hash must look like blake3:<64 hex digits>.']);
+    expect(await refusal({ 'tags[]': Array.from({ length: 20 }, (_, i) => `a${i}`), tags: Array.from({ length: 13 }, (_, i) => `b${i}`) })).toEqual([400, 'invalid_request', 'At most 32 tags are allowed.']);
+    expect(await refusal({ expires_in: '59' })).toEqual([400, 'invalid_request', 'expires_in must be a whole number of seconds from 60 to 604800.']);
+  });
+
   it('keeps one account out of another account\'s assets', async () => {
     const up = await upload(alice.key, randomBytes(100));
     for (const [method, suffix] of [['GET', ''], ['DELETE', ''], ['GET', '/content']] as const) {

@@ -368,4 +368,51 @@ describe('v1: queue control, execution errors, auth and bad bodies', () => {
     expect(twice.body.error.type).toBe('invalid_prompt');
     await world.waitStatus(a.key, id, ['success']);
   });
+
+  const envelope = (r: { status: number; body: any }) => [r.status, r.body?.error?.code, r.body?.error?.message];
+
+  it('parses queries with their declared schemas: a bad value is refused in the route\'s shape, worded by the schema', async () => {
+    const c = await world.account();
+    // History: the engine reads max_items and offset with int(), which fails on anything else.
+    expect(envelope(await world.get(c.key, '/api/history?max_items=abc'))).toEqual([400, 'invalid_request', 'max_items must be an integer.']);
+    expect(envelope(await world.get(c.key, '/api/history?offset=1e3'))).toEqual([400, 'invalid_request', 'offset must be an integer.']);
+    for (const query of ['max_items=-1', 'max_items=%2B3&offset=1_0', 'max_items=2&max_items=x', 'offset=-5']) {
+      expect([query, (await world.get(c.key, `/api/history?${query}`)).status]).toEqual([query, 200]);
+    }
+    // View: a name is needed, and one of the engine's three folders.
+    expect(envelope(await world.get(c.key, '/api/view'))).toEqual([400, 'invalid_request', 'filename is required.']);
+    expect(envelope(await world.get(c.key, '/api/view?filename=a.png&type=models'))).toEqual([400, 'invalid_request', 'type must be input, output or temp.']);
+    expect(envelope(await world.get(c.key, `/api/view?filename=a.png&subfolder=${'x'.repeat(1025)}`))).toEqual([400, 'invalid_request', 'subfolder must be at most 1024 characters.']);
+    expect(envelope(await world.get(c.key, '/api/view?filename=a.png&type=&subfolder=x'))).toEqual([404, 'not_found', 'The file was not found.']);
+    // Model metadata: the engine's 404 for a name that is not a .safetensors file, before any folder is looked at.
+    expect(envelope(await world.get(c.key, '/api/view_metadata/nowhere?filename=a.ckpt'))).toEqual([404, 'not_found', 'The safetensors model was not found.']);
+    // The user folder's listing: the engine's plain-text 400.
+    for (const query of ['', '?dir=', '?dir=&dir=workflows']) {
+      const listing = await world.get(c.key, `/api/userdata${query}`);
+      expect([query, listing.status, listing.headers.get('content-type'), listing.text]).toEqual([query, 400, 'text/plain; charset=utf-8', 'Directory not provided']);
+    }
+  });
+
+  it('parses upload fields with their declared schemas: a folder the engine does not have is refused, and the bytes do not stay', async () => {
+    const c = await world.account();
+    const store = createBlobStore(loadConfig(world.stack.env()));
+    const png = testPng(7, 3);
+    expect(envelope(await world.upload(c.key, png, 'a.png', { type: 'models' }))).toEqual([400, 'invalid_request', 'type must be input, output or temp.']);
+    expect(await store.has(blake3Hex(png))).toBe(false);
+    const temp = await world.upload(c.key, png, 'a.png', { type: 'temp', overwrite: '1' });
+    expect([temp.status, temp.body.type]).toEqual([200, 'temp']);
+    const mask = (fields: Record<string, string>) => world.upload(c.key, testPng(7, 3, 1, true), 'mask.png', fields, '/api/upload/mask');
+    const ref = JSON.stringify({ filename: temp.body.name, subfolder: '', type: 'input' });
+    expect(envelope(await mask({ original_ref: ref, type: 'models' }))).toEqual([400, 'invalid_request', 'type must be input, output or temp.']);
+    expect(envelope(await mask({ original_ref: '[]' }))).toEqual([400, 'invalid_request', 'original_ref must name the original image: {filename, subfolder, type}.']);
+    expect(envelope(await mask({}))).toEqual([400, 'invalid_request', 'original_ref must be JSON {filename, subfolder, type} naming the original image.']);
+  });
+
+  it('parses the log subscription with its declared schema, refused in the engine\'s 400 body', async () => {
+    const c = await world.account();
+    const subscribe = (body: unknown) => call(`${world.url}/api/internal/logs/subscribe`, { method: 'PATCH', headers: { 'x-api-key': c.key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const refused = await subscribe({ clientId: 'terminal' });
+    expect([refused.status, refused.body.error.type, refused.body.error.message]).toEqual([400, 'invalid_request', 'The body must be {"clientId": string, "enabled": boolean}']);
+    expect((await subscribe({ clientId: 'terminal', enabled: 1 })).status).toBe(200);
+  });
 });

@@ -293,16 +293,21 @@ const text = (name: string) => z.string({ error: `${name} must be a string.` });
 
 const URL_REFUSED = 'url must be an http(s) URL of at most 4096 characters.';
 
+/**
+ * The text fields of a multipart upload (the last value of a repeated field; `tags[]` every
+ * value). content_type and file_path may be left out: this service defaults them.
+ */
+export const AssetUploadFieldsSchema = z.object({
+  content_type: z.string().optional().describe("Media type to record; this service defaults it to the part's when absent."),
+  file_path: z.string().optional().describe("This service defaults it to the part's file name when absent."),
+  expected_hash: hashRef('expected_hash').optional().describe('When given and different from the computed hash: 409 hash_mismatch, nothing stored.'),
+  'tags[]': AssetTagsSchema.describe('A `tags` field is read as one more `tags[]`.'),
+  expires_in: AssetExpiresInSchema,
+});
+
 export const AssetUploadSchema = component(
   'AssetUpload',
-  z.object({
-    file: z.string().meta({ contentMediaType: 'application/octet-stream', description: 'The bytes (one file part).' }),
-    content_type: z.string().describe("Media type to record; this service defaults it to the part's when absent."),
-    file_path: z.string().describe('This service defaults it to the part\'s file name when absent.'),
-    expected_hash: z.string().regex(BLAKE3).optional().describe('When given and different from the computed hash: 409 hash_mismatch, nothing stored.'),
-    'tags[]': z.array(z.string().min(1).max(128)).optional(),
-    expires_in: EXPIRES_IN.optional(),
-  }),
+  z.object({ file: z.string().meta({ contentMediaType: 'application/octet-stream', description: 'The bytes (one file part).' }), ...AssetUploadFieldsSchema.shape }),
 );
 
 export const AssetFromHashSchema = component(

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import {
-  V1EngineErrorSchema, V1FeaturesSchema, V1HistorySchema, V1InterruptRequestSchema, V1JobStatusSchema, V1MaskUploadSchema, V1NameListSchema, V1ObjectInfoSchema,
+  V1EngineErrorSchema, V1FeaturesSchema, V1HistoryQuerySchema, V1HistorySchema, V1InterruptRequestSchema, V1LogsSubscribeRequestSchema, V1SettingsSchema, V1JobStatusSchema, V1MaskUploadSchema, V1NameListSchema, V1ObjectInfoSchema,
   V1PromptRequestSchema, V1PromptResponseSchema, V1QueueInfoSchema, V1QueueRequestSchema, V1QueueSchema, V1SystemStatsSchema, V1UploadResponseSchema, V1UploadSchema,
-  type ErrorCode,
+  V1UserDataListQuerySchema, V1UserDataTreeQuerySchema, V1UserDataWriteQuerySchema, V1ViewMetadataQuerySchema, V1ViewQuerySchema, type ErrorCode,
 } from '#libs/contracts';
 import { BYTES, bytes, envelopeErrors, json, noBody, type Operation, type ResponseSpec } from './operation.js';
 
@@ -37,7 +37,6 @@ const USERDATA_REFUSALS = {
   403: text('The name leaves the user folder, or names a folder where a file is needed.'),
   404: text('`File not found`.'),
 };
-const FLAG = z.string().optional();
 
 const REST: Operation[] = [
   op('get', '/api/object_info', 'Node definitions', { 200: json(V1ObjectInfoSchema, 'Every node class the engines offer, with your uploaded files as choices.') }),
@@ -58,7 +57,7 @@ const REST: Operation[] = [
     {
       description: 'For your own model files (assets under `models/<folder>/`); a model with no known metadata answers 404, as the engine does.',
       params: path1('folder', 'Model folder name.'),
-      query: z.object({ filename: z.string().optional().describe('Model file name.') }),
+      query: V1ViewMetadataQuerySchema,
     },
     ['not_found'],
   ),
@@ -81,13 +80,13 @@ const REST: Operation[] = [
     200: json(z.object({ storage: z.string(), migrated: z.boolean() }), "`{storage: \"server\", migrated}`: the engine's single-user answer; the account is the one user. `migrated` once the user folder holds a file."),
   }),
   op('post', '/api/users', 'Add a user', { 400: json(ERROR_TEXT, '`{error}`: users are accounts here, made by operators.') }, anyJson(false)),
-  op('get', '/api/settings', 'All settings', { 200: json(z.record(z.string(), z.unknown()), 'Setting id → value, from `comfy.settings.json` in the user folder.') }),
+  op('get', '/api/settings', 'All settings', { 200: json(V1SettingsSchema, 'From `comfy.settings.json` in the user folder.') }),
   op(
     'post',
     '/api/settings',
     'Merge settings',
     { 200: empty, 400: { description: engineError.description, content: { 'application/json': z.union([V1EngineErrorSchema, ERROR_TEXT]) } }, 413: text('The settings file would pass a `USERDATA_*` limit.') },
-    { description: "The posted object's keys replace those settings; others stay.", ...anyJson() },
+    { description: "The posted object's keys replace those settings; others stay.", ...jsonBody(V1SettingsSchema) },
   ),
   op('get', '/api/settings/{id}', 'One setting', { 200: json(z.unknown(), 'Its value, or `null` when unset.') }, { params: path1('id', 'Setting id.') }),
   op(
@@ -107,14 +106,7 @@ const REST: Operation[] = [
       403: text('`Invalid directory`: `dir` leaves the user folder.'),
       404: text('`Directory not found`.'),
     },
-    {
-      query: z.object({
-        dir: z.string().describe('Folder, relative to the user folder (`.` for itself).'),
-        recurse: FLAG.describe('`true`: files at any depth.'),
-        split: FLAG.describe('`true`: each path with its segments.'),
-        full_info: FLAG.describe('`true`: size and times.'),
-      }),
-    },
+    { query: V1UserDataListQuerySchema },
   ),
   op(
     'get',
@@ -128,7 +120,7 @@ const REST: Operation[] = [
       400: text('`Invalid path requested` or `Requested path is not a directory`.'),
       404: text('`Requested path not found`.'),
     },
-    { query: z.object({ path: z.string().optional().describe('Folder, relative to the user folder; empty for the user folder.') }) },
+    { query: V1UserDataTreeQuerySchema },
   ),
   op(
     'get',
@@ -154,7 +146,7 @@ const REST: Operation[] = [
     {
       description: 'The body is stored byte for byte, whatever its declared type.',
       params: z.object({ file: USER_FILE }),
-      query: z.object({ overwrite: FLAG.describe('Anything but `false` overwrites.'), full_info: FLAG.describe('`true`: answer with size and times.') }),
+      query: V1UserDataWriteQuerySchema,
       body: { content: { '*/*': BYTES }, required: false },
     },
   ),
@@ -167,7 +159,7 @@ const REST: Operation[] = [
     {
       description: 'Onto a folder, the file moves into it.',
       params: z.object({ file: USER_FILE, dest: z.string().describe('Destination, percent-encoded like `file`.') }),
-      query: z.object({ overwrite: FLAG.describe('Anything but `false` overwrites.'), full_info: FLAG.describe('`true`: answer with size and times.') }),
+      query: V1UserDataWriteQuerySchema,
     },
   ),
   op('get', '/api/internal/logs', "Your jobs' log as one text", { 200: json(z.string(), "Every entry as `\"{t} - {m}\"`, joined: the last 300 lines your jobs wrote, never the engine's own log.") }, {}, SCOPED),
@@ -178,8 +170,8 @@ const REST: Operation[] = [
     ),
   }, {}, SCOPED),
   op('patch', '/api/internal/logs/subscribe', "Have your jobs' log lines pushed", { 200: empty, 400: engineError }, {
-    description: "`{clientId, enabled}`: that client id's sockets get a `logs` message with each of your jobs' lines as it ends.",
-    ...anyJson(),
+    description: "That client id's sockets get a `logs` message with each of your jobs' lines as it ends.",
+    ...jsonBody(V1LogsSubscribeRequestSchema),
   }),
   op('get', '/api/internal/folder_paths', 'Model folders on disk', { 200: json(z.record(z.string(), z.array(z.string())), 'Folder → paths; every list is empty (engine paths are not shown).') }),
   op(
@@ -219,12 +211,7 @@ const REST: Operation[] = [
   }, SCOPED),
   op('post', '/api/free', 'Free engine memory', { 200: empty }, { description: "Accepted for the engine's clients; the engines are shared between accounts, so it changes nothing." }),
   op('post', '/api/interrupt', 'Interrupt running jobs', { 200: empty, 400: engineError }, jsonBody(V1InterruptRequestSchema, false), SCOPED),
-  op('get', '/api/history', 'Finished jobs', { 200: json(V1HistorySchema, 'Oldest first.') }, {
-    query: z.object({
-      max_items: z.string().optional().describe('At most this many (an integer; default 200, at most 1000).'),
-      offset: z.string().optional().describe('Skip this many of the oldest (an integer); without it, the newest `max_items`.'),
-    }),
-  }, SCOPED),
+  op('get', '/api/history', 'Finished jobs', { 200: json(V1HistorySchema, 'Oldest first.') }, { query: V1HistoryQuerySchema }, ['invalid_request', ...SCOPED]),
   op('post', '/api/history', 'Clear or prune the history', { 200: empty, 400: engineError }, {
     description: '`{clear: true}` empties your history, `{delete: [prompt_id, ...]}` takes those prompts out of it. The jobs stay: v2 still lists them and their outputs.',
     ...jsonBody(V1QueueRequestSchema, false),
@@ -238,14 +225,8 @@ const REST: Operation[] = [
       302: noBody('Redirect to a signed URL. Do not follow it automatically with your key: read `Location` and fetch it with no credentials.', { Location: { schema: z.string(), required: true } }),
       200: bytes('The bytes (self-hosted surface).'),
     },
-    {
-      query: z.object({
-        filename: z.string().describe('File name.'),
-        subfolder: z.string().optional().describe('As the output reported it.'),
-        type: z.string().optional().describe('`output`, `input` or `temp`.'),
-      }),
-    },
-    ['invalid_request', 'not_found'],
+    { query: V1ViewQuerySchema },
+    ['invalid_request', 'forbidden', 'not_found'],
   ),
 ];
 

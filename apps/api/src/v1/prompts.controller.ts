@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { ApiError, isUuid, V1InterruptRequestSchema, V1QueueRequestSchema } from '#libs/contracts';
+import { ApiError, isUuid, V1_HISTORY_DEFAULT_ITEMS, V1HistoryQuerySchema, V1InterruptRequestSchema, V1QueueRequestSchema } from '#libs/contracts';
 import type { Account, Deployment, Job } from '#libs/db';
 import { toEngineErrorBody, validateWorkflow, workflowFormat } from '#libs/workflow';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
@@ -19,12 +19,6 @@ import { parsePromptBody } from './prompt-body.js';
 
 const IN_FLIGHT = ['queued', 'running', 'canceling'] as const;
 const FINISHED = ['succeeded', 'failed', 'canceled', 'expired'] as const;
-const HISTORY_MAX = 1000;
-
-function intParam(value: unknown, fallback: number, max: number): number {
-  const n = typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : fallback;
-  return Math.min(n, max);
-}
 
 /** The body of the engine's queue and history edits: `{delete?: [prompt_id, ...], clear?: true}` (V1QueueRequest). */
 function parseDeleteBody(raw: unknown): { ids: string[]; clear: boolean } {
@@ -206,11 +200,10 @@ export class V1PromptsController {
   }
 
   @Get('history')
-  async history(@JobsScope() mine: JobScope, @Query() query: Record<string, unknown>) {
-    const take = intParam(query.max_items, 200, HISTORY_MAX);
+  async history(@JobsScope() mine: JobScope, @Query() query: unknown) {
+    const { max_items: take = V1_HISTORY_DEFAULT_ITEMS, offset = -1 } = parseWith(V1HistoryQuerySchema, query, (issues) => ApiError.invalid(issues[0]!.message));
     // As the engine counts it: `offset` skips that many of the oldest; without one the page is
     // the newest `max_items`. Either way the engine lists history oldest first.
-    const offset = intParam(query.offset, -1, 1_000_000);
     const jobs = await this.jobs.history(mine, take, offset);
     return this.views.history(offset < 0 ? jobs.reverse() : jobs);
   }

@@ -1,26 +1,27 @@
 import { Readable } from 'node:stream';
 import { Controller, HttpCode, Inject, Post, Req, UseGuards } from '@nestjs/common';
+import type { z } from 'zod';
 import type { FastifyRequest } from 'fastify';
 import { guessContentType } from '#libs/assets';
 import type { Config } from '#libs/config';
-import { ApiError } from '#libs/contracts';
+import { ApiError, V1MaskUploadFieldsSchema, V1UploadFieldsSchema } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
 import { BLOB_STORE, CONFIG } from '../core/tokens.js';
 import { RateLimitGuard } from '../limits/index.js';
 import { AssetsService, partContentType } from '../v2/assets/assets.service.js';
-import { lastField, readMultipartUpload } from '../v2/assets/multipart-upload.js';
+import { lastValues, readMultipartUpload } from '../v2/assets/multipart-upload.js';
+import { parseWith } from '../contract/index.js';
 import { uploadExtension } from './files/file-names.js';
 import { V1Files } from './files/v1-files.service.js';
 import { applyMaskAlpha, ImageDecodeError } from './images/mask.js';
 import { v1Errors } from './http/engine-body.js';
 import { RendersErrors } from '../http/error-renderer.js';
 
-const FOLDER_TYPES = new Set(['input', 'temp', 'output']);
-
-function folderType(value: string | undefined): string {
-  return value && FOLDER_TYPES.has(value) ? value : 'input';
+/** An upload's text fields, parsed by its operation's schema; a refusal is an `invalid_request` worded by the schema. */
+function parseFields<T extends z.ZodType>(schema: T, fields: Map<string, string[]>): z.output<T> {
+  return parseWith(schema, lastValues(fields), (issues) => ApiError.invalid(issues[0]!.message));
 }
 
 async function readAll(stream: Readable, limit: number): Promise<Buffer> {
@@ -61,12 +62,18 @@ export class V1UploadsController {
     const upload = await readMultipartUpload(request, 'image', (stream) => this.assets.storeBytes(stream), discard);
     const extension = uploadExtension(upload.fileName, upload.mimeType);
     const contentType = partContentType(upload.mimeType) ?? guessContentType(`x${extension}`);
-    const { asset, name, created } = await this.files.recordUpload(account.id, upload.stored, extension, contentType).catch(async (err: unknown) => {
+    let fields: z.output<typeof V1UploadFieldsSchema>;
+    let recorded: Awaited<ReturnType<V1Files['recordUpload']>>;
+    try {
+      fields = parseFields(V1UploadFieldsSchema, upload.fields);
+      recorded = await this.files.recordUpload(account.id, upload.stored, extension, contentType);
+    } catch (err) {
       await discard(upload.stored);
       throw err;
-    });
+    }
+    const { asset, name, created } = recorded;
     if (created) await this.assets.keepOrDrop(asset.id, upload.stored.hash);
-    return { name, subfolder: '', type: folderType(lastField(upload.fields, 'type')) };
+    return { name, subfolder: '', type: fields.type ?? 'input' };
   }
 
   /** The engine's mask upload: the referenced original takes the mask's alpha channel. */
@@ -80,21 +87,8 @@ export class V1UploadsController {
       maskBytes = await readAll(stream, limit);
       return { hash: '', sizeBytes: maskBytes.length, storageKey: '', created: false };
     });
-    const refText = lastField(upload.fields, 'original_ref');
-    let ref: { filename?: unknown; subfolder?: unknown; type?: unknown };
-    try {
-      ref = JSON.parse(refText ?? '') as typeof ref;
-    } catch {
-      throw ApiError.invalid('original_ref must be JSON {filename, subfolder, type} naming the original image.');
-    }
-    if (typeof ref !== 'object' || ref === null || typeof ref.filename !== 'string' || ref.filename === '') {
-      throw ApiError.invalid('original_ref must name the original image: {filename, subfolder, type}.');
-    }
-    const original = await this.files.findByReference(account.id, {
-      filename: ref.filename,
-      subfolder: typeof ref.subfolder === 'string' ? ref.subfolder : '',
-      type: typeof ref.type === 'string' ? ref.type : 'input',
-    });
+    const fields = parseFields(V1MaskUploadFieldsSchema, upload.fields);
+    const original = await this.files.findByReference(account.id, fields.original_ref);
     if (!original) throw new ApiError('not_found', 'The original image was not found.');
     if (Number(original.asset.blob.sizeBytes) > limit) throw new ApiError('payload_too_large', 'The original image is too large to edit.');
     const originalBytes = await readAll(await this.store.read(original.asset.blobHash), limit);
@@ -108,6 +102,6 @@ export class V1UploadsController {
     const stored = await this.assets.storeBytes(Readable.from([composed]));
     const { asset, name, created } = await this.files.recordUpload(account.id, stored, '.png', 'image/png');
     if (created) await this.assets.keepOrDrop(asset.id, stored.hash);
-    return { name, subfolder: '', type: folderType(lastField(upload.fields, 'type')) };
+    return { name, subfolder: '', type: fields.type ?? 'input' };
   }
 }

@@ -1,10 +1,11 @@
 import { Controller, Get, Inject, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
-import { ApiError } from '#libs/contracts';
+import { ApiError, V1ViewQuerySchema } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import { linkLifetimeSeconds, type BlobStore } from '#libs/storage';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../auth/index.js';
+import { parseWith } from '../contract/index.js';
 import { BLOB_STORE, CONFIG } from '../core/tokens.js';
 import { Uncompressed } from '../http/compression.js';
 import { requestOrigin } from '../http/request-origin.js';
@@ -14,12 +15,6 @@ import { escapesFolder } from './files/file-names.js';
 import { V1Files } from './files/v1-files.service.js';
 import { v1Errors } from './http/engine-body.js';
 import { RendersErrors } from '../http/error-renderer.js';
-
-const FOLDER_TYPES = new Set(['input', 'output', 'temp']);
-
-function text(value: unknown, max = 1024): string {
-  return typeof value === 'string' && value.length <= max ? value : '';
-}
 
 /**
  * `GET /api/view`: a redirect to a signed URL of the caller's file. The client must not follow it
@@ -37,16 +32,13 @@ export class V1ViewController {
 
   @Get('view')
   @Uncompressed()
-  async view(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
-    const filename = text(query.filename);
-    if (!filename) throw ApiError.invalid('filename is required.');
+  async view(@CurrentAccount() account: Account, @Query() query: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
+    // The engine has three folders and answers 400 for any other; an odd type is not read as "output".
+    const { filename, subfolder = '', type = 'output' } = parseWith(V1ViewQuerySchema, query, (issues) => ApiError.invalid(issues[0]!.message));
     // As the engine answers: a file name that climbs out is a bad request, a subfolder that does is forbidden.
     if (escapesFolder(filename)) throw ApiError.invalid('filename must name a file, not a path outside its folder.');
-    if (escapesFolder(text(query.subfolder))) throw new ApiError('forbidden', 'subfolder must stay inside its folder.');
-    // The engine has three folders and answers 400 for any other; an odd type is not read as "output".
-    const type = query.type === undefined || query.type === '' ? 'output' : text(query.type, 16);
-    if (!FOLDER_TYPES.has(type)) throw ApiError.invalid('type must be input, output or temp.');
-    const found = await this.files.findByReference(account.id, { filename, subfolder: text(query.subfolder), type });
+    if (escapesFolder(subfolder)) throw new ApiError('forbidden', 'subfolder must stay inside its folder.');
+    const found = await this.files.findByReference(account.id, { filename, subfolder, type });
     if (!found) throw ApiError.notFound('file');
     const { asset, name } = found;
     if (this.config.surface === 'self-hosted') {

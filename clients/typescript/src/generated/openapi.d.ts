@@ -919,7 +919,7 @@ export interface paths {
         head?: never;
         /**
          * Have your jobs' log lines pushed
-         * @description `{clientId, enabled}`: that client id's sockets get a `logs` message with each of your jobs' lines as it ends.
+         * @description That client id's sockets get a `logs` message with each of your jobs' lines as it ends.
          */
         patch: operations["patchApiInternalLogsSubscribe"];
         trace?: never;
@@ -1479,11 +1479,12 @@ export interface components {
             /** @description The bytes (one file part). */
             file: string;
             /** @description Media type to record; this service defaults it to the part's when absent. */
-            content_type: string;
+            content_type?: string;
             /** @description This service defaults it to the part's file name when absent. */
-            file_path: string;
+            file_path?: string;
             /** @description When given and different from the computed hash: 409 hash_mismatch, nothing stored. */
             expected_hash?: string;
+            /** @description A `tags` field is read as one more `tags[]`. */
             "tags[]"?: string[];
             expires_in?: number;
         };
@@ -1668,20 +1669,17 @@ export interface components {
         V1Upload: {
             image: string;
             /** @enum {string} */
-            type?: "input" | "temp" | "output";
+            type?: "input" | "output" | "temp";
             /** @description Accepted and ignored: storage is flat and content-addressed. */
             subfolder?: string;
-            /**
-             * @description Accepted and ignored.
-             * @enum {string}
-             */
-            overwrite?: "true" | "false";
+            /** @description Accepted and ignored (the engine overwrites for `true` or `1`). */
+            overwrite?: string;
         };
         V1MaskUpload: {
             /** @description The mask; its alpha channel is applied to the original. */
             image: string;
             /** @enum {string} */
-            type?: "input";
+            type?: "input" | "output" | "temp";
             /** @description Accepted and ignored. */
             subfolder?: string;
             /** @description JSON `{filename, subfolder, type}` naming the original image. */
@@ -1728,6 +1726,18 @@ export interface components {
             /** @description Interrupt only this job; all running jobs of the account when absent. */
             prompt_id?: string | null;
         } & {
+            [key: string]: unknown;
+        };
+        V1LogsSubscribeRequest: {
+            /** @description The client id of your sockets (`/ws?clientId=`). */
+            clientId: string;
+            /** @description Any true value turns pushing on. */
+            enabled: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Setting id → value. */
+        V1Settings: {
             [key: string]: unknown;
         };
         /** @description Keyed by prompt id: `{prompt, outputs: {node_id: {images: [{filename, subfolder, type}]}}, status: {status_str, completed, messages}, meta}`. `{}` for an unknown prompt. */
@@ -5465,9 +5475,9 @@ export interface operations {
     };
     getApiViewMetadataByFolder: {
         parameters: {
-            query?: {
-                /** @description Model file name. */
-                filename?: string;
+            query: {
+                /** @description A `.safetensors` model file name. */
+                filename: string;
             };
             header?: never;
             path: {
@@ -5875,15 +5885,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Setting id → value, from `comfy.settings.json` in the user folder. */
+            /** @description From `comfy.settings.json` in the user folder. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["V1Settings"];
                 };
             };
             /** @description ErrorEnvelope with `error.code` `unauthorized`. */
@@ -5937,7 +5945,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": unknown;
+                "application/json": components["schemas"]["V1Settings"];
             };
         };
         responses: {
@@ -6909,7 +6917,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": unknown;
+                "application/json": components["schemas"]["V1LogsSubscribeRequest"];
             };
         };
         responses: {
@@ -7949,10 +7957,10 @@ export interface operations {
     getApiHistory: {
         parameters: {
             query?: {
-                /** @description At most this many (an integer; default 200, at most 1000). */
-                max_items?: string;
-                /** @description Skip this many of the oldest (an integer); without it, the newest `max_items`. */
-                offset?: string;
+                /** @description At most this many (default 200, at most 1000; below zero, none). */
+                max_items?: number;
+                /** @description Skip this many of the oldest; without it (or below zero), the newest `max_items`. */
+                offset?: number;
             };
             header?: never;
             path?: never;
@@ -7967,6 +7975,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["V1History"];
+                };
+            };
+            /** @description ErrorEnvelope with `error.code` `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description ErrorEnvelope with `error.code` `unauthorized`. */
@@ -8179,8 +8196,8 @@ export interface operations {
                 filename: string;
                 /** @description As the output reported it. */
                 subfolder?: string;
-                /** @description `output`, `input` or `temp`. */
-                type?: string;
+                /** @description `output` (the default), `input` or `temp`. */
+                type?: "input" | "output" | "temp";
             };
             header?: never;
             path?: never;
@@ -8216,6 +8233,15 @@ export interface operations {
             };
             /** @description ErrorEnvelope with `error.code` `unauthorized`. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description ErrorEnvelope with `error.code` `forbidden`. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

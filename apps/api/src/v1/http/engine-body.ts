@@ -17,16 +17,28 @@ export class BadBody extends Error {
   }
 }
 
+/** A refusal the engine answers as plain text (aiohttp `web.Response(status, text)`), such as the user folder's. */
+export class EngineTextRefusal extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /**
  * v1 routes answer a body the engine would refuse (BadBody) in the engine's own 400 shape, so
- * ComfyUI clients show it as they would the engine's; every other error (credentials, limits,
- * not found) is the contract's ErrorEnvelope.
+ * ComfyUI clients show it as they would the engine's, and the engine's plain-text refusals
+ * (EngineTextRefusal) as text; every other error (credentials, limits, not found) is the
+ * contract's ErrorEnvelope.
  */
 export const v1Errors: ErrorRenderer = {
   send(request, reply, shape, exception) {
     if (exception instanceof BadBody) {
       return reply.status(400).type('application/json; charset=utf-8').send(engineErrorBody(exception.type, exception.message, exception.details));
     }
+    if (exception instanceof EngineTextRefusal) return reply.status(exception.status).type('text/plain; charset=utf-8').send(exception.message);
     return envelopeErrors.send(request, reply, shape, exception);
   },
   raw: envelopeErrors.raw,

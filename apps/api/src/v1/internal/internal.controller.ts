@@ -1,12 +1,14 @@
 import { Body, Controller, Get, HttpCode, Param, Patch, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { V1_SUBSCRIBE_REFUSED, V1LogsSubscribeRequestSchema } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../../auth/index.js';
+import { parseWith } from '../../contract/index.js';
 import type { JobScope } from '../../jobs/job-views.service.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { DeploymentScopeGuard, JobsScope } from '../../surface/deployment-scope.js';
 import { InputFiles } from '../../inputs/input-files.service.js';
-import { engineErrorBody, parseJsonObject, v1Errors } from '../http/engine-body.js';
+import { BadBody, parseJsonObject, v1Errors } from '../http/engine-body.js';
 import { AccountModels } from '../models/model-lists.js';
 import { engineJson, parsedOr400 } from '../userdata/engine-replies.js';
 import { TERMINAL_SIZE, TenantLogs } from './tenant-logs.service.js';
@@ -46,13 +48,12 @@ export class V1InternalController {
   @Patch('logs/subscribe')
   @HttpCode(200)
   async subscribe(@CurrentAccount() account: Account, @Body() raw: unknown, @Res() reply: FastifyReply) {
-    const body = parsedOr400(reply, () => parseJsonObject(raw));
+    const body = parsedOr400(reply, () =>
+      parseWith(V1LogsSubscribeRequestSchema, parseJsonObject(raw), () => new BadBody('invalid_request', V1_SUBSCRIBE_REFUSED, 'clientId, enabled')),
+    );
     if (!body) return reply;
     const { clientId, enabled } = body.value;
-    if (typeof clientId !== 'string' || clientId === '' || clientId.length > 128 || enabled === undefined) {
-      return reply.status(400).send(engineErrorBody('invalid_request', 'The body must be {"clientId": string, "enabled": boolean}', 'clientId, enabled'));
-    }
-    await this.logs.subscribe(account.id, clientId, Boolean(enabled));
+    await this.logs.subscribe(account.id, clientId, enabled);
     return reply.status(200).send();
   }
 

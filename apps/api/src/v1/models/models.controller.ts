@@ -1,8 +1,9 @@
 import { Controller, Get, Inject, Param, Query, UseGuards } from '@nestjs/common';
-import { ApiError } from '#libs/contracts';
+import { ApiError, V1ViewMetadataQuerySchema } from '#libs/contracts';
 import type { Account, Db } from '#libs/db';
 import type { BlobStore } from '#libs/storage';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../../auth/index.js';
+import { parseWith } from '../../contract/index.js';
 import { BLOB_STORE, DB } from '../../core/tokens.js';
 import { InputFiles } from '../../inputs/input-files.service.js';
 import { RateLimitGuard } from '../../limits/index.js';
@@ -66,8 +67,8 @@ export class V1ModelsController {
    * one without: 404, after the same checks.
    */
   @Get('view_metadata/:folder')
-  async viewMetadata(@CurrentAccount() account: Account, @Param('folder') folder: string, @Query('filename') filename: unknown) {
-    if (typeof filename !== 'string' || !filename.endsWith('.safetensors')) throw ApiError.notFound('safetensors model');
+  async viewMetadata(@CurrentAccount() account: Account, @Param('folder') folder: string, @Query() query: unknown) {
+    const { filename } = parseWith(V1ViewMetadataQuerySchema, query, (issues) => new ApiError('not_found', issues[0]!.message));
     if (!(await this.filesOf(account, folder)).includes(filename)) throw ApiError.notFound('model');
     const own = (await this.inputs.models(account.id)).find(folder, filename);
     const asset = own ? await this.db.asset.findUnique({ where: { id: own.assetId }, select: { blobHash: true } }) : null;

@@ -16,13 +16,6 @@ export function engineJson(reply: FastifyReply, value: unknown, status = 200): F
   return reply.status(status).type('application/json; charset=utf-8').send(JSON.stringify(value));
 }
 
-/** The first value of a query parameter, as aiohttp's `query.get` reads it. */
-export function queryValue(query: Record<string, unknown>, name: string): string | undefined {
-  const value = query[name];
-  const first = Array.isArray(value) ? value[0] : value;
-  return typeof first === 'string' ? first : undefined;
-}
-
 /** Runs a body parser of `engine-body`; a bad body is answered with the engine's 400 and gives null. */
 export function parsedOr400<T>(reply: FastifyReply, parse: () => T): { value: T } | null {
   try {

@@ -1,7 +1,9 @@
 import { Body, Controller, Get, Param, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { V1SettingsSchema } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../../auth/index.js';
+import { parseWith } from '../../contract/index.js';
 import { RateLimitGuard } from '../../limits/index.js';
 import { BadBody, engineErrorBody, parseJsonObject, parseJsonText, v1Errors } from '../http/engine-body.js';
 import { engineJson, engineText, parsedOr400 } from './engine-replies.js';
@@ -62,7 +64,8 @@ export class V1SettingsController {
   /** Merges the posted object into the settings: keys it names are replaced, others stay. */
   @Post('settings')
   async storeSettings(@CurrentAccount() account: Account, @Body() raw: unknown, @Res() reply: FastifyReply) {
-    const changes = parsedOr400(reply, () => parseJsonObject(raw));
+    // Any JSON object is a set of settings: every failure of the schema would be a bug, shown as such.
+    const changes = parsedOr400(reply, () => parseWith(V1SettingsSchema, parseJsonObject(raw), (issues) => new Error(`V1Settings refused: ${issues[0]!.message}`)));
     if (!changes) return reply;
     return this.change(reply, () => this.files.changeSettings(account.id, (current) => ({ ...current, ...changes.value })));
   }

@@ -1,25 +1,23 @@
 import { Body, Controller, Delete, Get, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import { V1UserDataListQuerySchema, V1UserDataTreeQuerySchema, V1UserDataWriteQuerySchema } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import { ApiKeyHeaderGuard, CurrentAccount } from '../../auth/index.js';
+import { parseWith } from '../../contract/index.js';
 import { RateLimitGuard } from '../../limits/index.js';
-import { engineJson, engineText, queryValue } from './engine-replies.js';
+import { engineJson, engineText } from './engine-replies.js';
 import { OversizedFile, fileBytes, sentContentType } from './request-bodies.js';
 import { UserDataRefused, UserFiles, fileInfo, servedContentType, type StoredFile } from './user-files.service.js';
 import { baseName, isHidden, parentFolders, relativeTo, resolveUserPath, unquote } from './user-paths.js';
-import { v1Errors } from '../http/engine-body.js';
+import { EngineTextRefusal, v1Errors } from '../http/engine-body.js';
 import { RendersErrors } from '../../http/error-renderer.js';
 
 const INVALID_NAME = 'Invalid filename. Please avoid special characters like :\\/*?"<>|';
 
-/** `?flag=` read as the engine reads it: true only for "true", in any case. */
-function flag(query: Record<string, unknown>, name: string): boolean {
-  return (queryValue(query, name) ?? '').toLowerCase() === 'true';
-}
-
-/** `?overwrite=`: anything but exactly "false" overwrites. */
-function overwriting(query: Record<string, unknown>): boolean {
-  return queryValue(query, 'overwrite') !== 'false';
+/** A user-folder query, parsed by its operation's schema; a refusal is the engine's 400 text, worded by the schema. */
+function parseQuery<T extends z.ZodType>(schema: T, query: unknown): z.output<T> {
+  return parseWith(schema, query, (issues) => new EngineTextRefusal(400, issues[0]!.message));
 }
 
 function etagOf(file: StoredFile): string {
@@ -40,9 +38,8 @@ export class V1UserDataController {
   constructor(private readonly files: UserFiles) {}
 
   @Get('userdata')
-  async list(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply) {
-    const dir = queryValue(query, 'dir') ?? '';
-    if (!dir) return engineText(reply, 400, 'Directory not provided');
+  async list(@CurrentAccount() account: Account, @Query() query: unknown, @Res() reply: FastifyReply) {
+    const { dir, recurse = false, full_info: fullInfo = false, split = false } = parseQuery(V1UserDataListQuerySchema, query);
     const folder = resolveUserPath(dir);
     if (!folder.ok) return engineText(reply, folder.reason === 'outside' ? 403 : 400, folder.reason === 'outside' ? 'Invalid directory' : INVALID_NAME);
     const all = await this.files.all(account.id);
@@ -52,9 +49,6 @@ export class V1UserDataController {
       return rel === null ? [] : [{ file: f, rel }];
     });
     if (!isFile && under.length === 0) return engineText(reply, 404, 'Directory not found');
-    const recurse = flag(query, 'recurse');
-    const fullInfo = flag(query, 'full_info');
-    const split = flag(query, 'split');
     // What the engine's glob finds: files directly in the folder (or at any depth with recurse),
     // not hidden ones; a file named as the folder has nothing in it.
     const found = under.filter(({ rel }) => (recurse || !rel.includes('/')) && !isHidden(rel));
@@ -65,8 +59,8 @@ export class V1UserDataController {
   }
 
   @Get('v2/userdata')
-  async listV2(@CurrentAccount() account: Account, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply) {
-    const requested = unquote(queryValue(query, 'path') ?? '');
+  async listV2(@CurrentAccount() account: Account, @Query() query: unknown, @Res() reply: FastifyReply) {
+    const requested = unquote(parseQuery(V1UserDataTreeQuerySchema, query).path ?? '');
     const target = requested ? resolveUserPath(requested) : { ok: true as const, path: '' };
     if (!target.ok) return engineText(reply, 400, 'Invalid path requested');
     const all = await this.files.all(account.id);
@@ -106,11 +100,12 @@ export class V1UserDataController {
   async write(
     @CurrentAccount() account: Account,
     @Param('file') name: string,
-    @Query() query: Record<string, unknown>,
+    @Query() query: unknown,
     @Body() body: unknown,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ) {
+    const { overwrite = true, full_info: fullInfo = false } = parseQuery(V1UserDataWriteQuerySchema, query);
     const bytes = fileBytes(body);
     if (bytes instanceof OversizedFile) {
       reply.header('connection', 'close');
@@ -119,8 +114,8 @@ export class V1UserDataController {
     const path = this.resolved(reply, name);
     if (path === null) return reply;
     try {
-      const file = await this.files.write(account.id, path, bytes, sentContentType(request), overwriting(query));
-      return engineJson(reply, flag(query, 'full_info') ? fileInfo(file) : file.path);
+      const file = await this.files.write(account.id, path, bytes, sentContentType(request), overwrite);
+      return engineJson(reply, fullInfo ? fileInfo(file) : file.path);
     } catch (err) {
       if (err instanceof UserDataRefused) return this.refused(reply, err);
       throw err;
@@ -141,16 +136,17 @@ export class V1UserDataController {
     @CurrentAccount() account: Account,
     @Param('file') name: string,
     @Param('dest') destName: string,
-    @Query() query: Record<string, unknown>,
+    @Query() query: unknown,
     @Res() reply: FastifyReply,
   ) {
+    const { overwrite = true, full_info: fullInfo = false } = parseQuery(V1UserDataWriteQuerySchema, query);
     const source = this.resolved(reply, name);
     if (source === null) return reply;
     const dest = this.resolved(reply, destName);
     if (dest === null) return reply;
     try {
-      const moved = await this.files.move(account.id, source, dest, overwriting(query));
-      return engineJson(reply, flag(query, 'full_info') ? fileInfo(moved) : moved.path);
+      const moved = await this.files.move(account.id, source, dest, overwrite);
+      return engineJson(reply, fullInfo ? fileInfo(moved) : moved.path);
     } catch (err) {
       if (err instanceof UserDataRefused) {
         if (err.status === 404 && (await this.files.kind(account.id, source)) === 'folder') return engineText(reply, 403, 'Not a file');

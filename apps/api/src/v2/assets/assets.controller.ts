@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, Head, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
-import type { AssetView } from '#libs/contracts';
+import { AssetUploadFieldsSchema, type AssetView } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
@@ -13,11 +13,12 @@ import { sendBlob } from '../../http/send-blob.js';
 import { UuidPipe } from '../../http/uuid.pipe.js';
 import { pageOf } from '../paging.js';
 import { AssetList } from './asset-list.js';
-import { AssetsService, checkTags, parseExpiresIn } from './assets.service.js';
-import { lastField, readMultipartUpload } from './multipart-upload.js';
+import { AssetsService } from './assets.service.js';
+import { lastValues, readMultipartUpload } from './multipart-upload.js';
 import { UploadKeys } from './upload-keys.js';
 import { UrlImports } from './url-import.js';
 import { parseIdempotencyKey } from '../jobs/submit-body.js';
+import { parseV2Input } from '../parse-input.js';
 import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
 @RendersErrors(envelopeErrors)
 @Controller('api/v2/assets')
@@ -42,18 +43,20 @@ export class AssetsController {
     // The bytes are stored before the fields can be judged; a refused upload must leave none behind.
     try {
       const f = parsed.fields;
+      // A plain `tags` field is read as more `tags[]` (clients that leave the brackets out).
       const tags = [...(f.get('tags[]') ?? []), ...(f.get('tags') ?? [])];
+      const fields = parseV2Input(AssetUploadFieldsSchema, { ...lastValues(f), 'tags[]': tags });
       const { view, createdNew } = await this.assets.finishUpload(
         account,
         parsed.stored,
         {
           fileName: parsed.fileName,
           mimeType: parsed.mimeType,
-          expectedHash: lastField(f, 'expected_hash'),
-          contentType: lastField(f, 'content_type'),
-          filePath: lastField(f, 'file_path'),
-          tags: checkTags(tags),
-          expiresIn: parseExpiresIn(lastField(f, 'expires_in')),
+          expectedHash: fields.expected_hash,
+          contentType: fields.content_type,
+          filePath: fields.file_path,
+          tags: fields['tags[]'] ?? [],
+          expiresIn: fields.expires_in,
         },
         request,
       );

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import { JobStore } from '#libs/jobs';
 import { blobSurvived, notExpired, createAssetRecord, deleteAssetsAndOrphanBlobs, deleteAssetUnlessInUse, discardUnrecordedBytes, guessContentType, recordUploadedAsset, validateFilePath } from '#libs/assets';
 import type { Config } from '#libs/config';
-import { ApiError, AssetExpiresInSchema, AssetFromHashSchema, AssetTagsSchema, type AssetView } from '#libs/contracts';
+import { ApiError, AssetExpiresInSchema, AssetFromHashSchema, type AssetView } from '#libs/contracts';
 import type { Asset, Db } from '#libs/db';
 import { formatHashRef, linkLifetimeSeconds, parseHashRef, StorageUnavailableError, TooLargeError, type BlobStore, type StoredBlob } from '#libs/storage';
 import { componentLogger } from '#libs/logging';
@@ -28,14 +28,9 @@ export interface AssetOptions {
   expiresIn?: number;
 }
 
-/** `expires_in` of a multipart upload (its text), by the rule of the JSON bodies. */
+/** `expires_in` of a resumable upload's metadata (its text), by the rule of the JSON bodies. */
 export function parseExpiresIn(value: unknown): number | undefined {
   return parseV2Input(AssetExpiresInSchema, value);
-}
-
-/** `tags[]` of a multipart upload, by the rule of the JSON bodies. */
-export function checkTags(tags: unknown): string[] {
-  return parseV2Input(AssetTagsSchema, tags) ?? [];
 }
 
 function checkContentType(value: string | undefined, fallback: string): string {

@@ -97,7 +97,7 @@ function multipartError(err: unknown): unknown {
   return err;
 }
 
-export function lastField(fields: Map<string, string[]>, name: string): string | undefined {
-  const list = fields.get(name);
-  return list ? list[list.length - 1] : undefined;
+/** The text fields as one object for the operation's schema: the last value of a repeated field. */
+export function lastValues(fields: Map<string, string[]>): Record<string, string> {
+  return Object.fromEntries([...fields].map(([name, values]) => [name, values[values.length - 1]!]));
 }
