@@ -7,9 +7,5 @@ export function isUuid(value: unknown): value is string {
   return typeof value === 'string' && UUID.test(value);
 }
 
-/** An Idempotency-Key, as v2 and the router accept it: 1 to 255 visible ASCII characters. */
+/** An Idempotency-Key, as v2 and the router accept it (their header schemas): 1 to 255 visible ASCII characters. */
 export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-
-export function isIdempotencyKey(value: unknown): value is string {
-  return typeof value === 'string' && IDEMPOTENCY_KEY.test(value);
-}

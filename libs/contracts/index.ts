@@ -10,4 +10,4 @@ export { copyJson, isRawJson, losslessReviver, mayHoldLongIntegers, parseLossles
 export type { RawJson } from './lossless-json.js';
 export { ROUTER_BUCKETS, ROUTER_BUCKET_STATUS } from './router.js';
 export type { RouterBucket } from './router.js';
-export { IDEMPOTENCY_KEY, isIdempotencyKey, isUuid } from './ids.js';
+export { IDEMPOTENCY_KEY, isUuid } from './ids.js';

@@ -51,8 +51,9 @@ export function documentedAs(schema: z.ZodType): string | undefined {
 const DOCUMENTED_AS_TEXT = new WeakSet<z.ZodType>();
 
 /**
- * A query parameter read from its text into something else (a comma-separated list): documented
- * as the text a client sends (zod's input side), not as what the server makes of it.
+ * A query parameter or header read from its text into something else (a comma-separated list, a
+ * duration in seconds): documented as the text a client sends (zod's input side), not as what the
+ * server makes of it.
  */
 export function parsedFromText<T extends z.ZodType>(schema: T): T {
   DOCUMENTED_AS_TEXT.add(schema);

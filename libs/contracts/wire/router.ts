@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ROUTER_BUCKETS } from '../router.js';
-import { additive, checkedLater, component } from './components.js';
+import { IDEMPOTENCY_KEY } from '../ids.js';
+import { additive, checkedLater, component, parsedFromText } from './components.js';
 
 // The model router's shapes (/v1/models), as Comfy's public router documents name them.
 
@@ -95,5 +96,27 @@ export const RouterValidationErrorDetailSchema = component(
 );
 export const RouterValidationErrorResponseSchema = component('RouterValidationErrorResponse', z.object({ detail: z.array(RouterValidationErrorDetailSchema) }));
 
-/** Header of the call route: what makes a retry safe (records kept 24 h). */
-export const RouterIdempotencyKeySchema = z.string().min(1).max(255).describe(additive('as the public router: a retry with the same key replays the first call\'s result.'));
+const IDEMPOTENCY_KEY_REFUSED = 'Idempotency-Key must be 1 to 255 visible ASCII characters.';
+
+/** Header of the call route: what makes a retry safe (records kept 24 h). A repeated header reads as its values joined. */
+export const RouterIdempotencyKeySchema = z
+  .preprocess((value) => (Array.isArray(value) ? value.join(',') : value), z.string({ error: IDEMPOTENCY_KEY_REFUSED }).regex(IDEMPOTENCY_KEY, IDEMPOTENCY_KEY_REFUSED))
+  .optional()
+  .describe(additive("as the public router: a retry with the same key replays the first call's result."));
+
+/**
+ * `If-None-Match` of a model's input schema (RFC 9110): `*`, or the entity tags listed, weak ones
+ * as their opaque tag. Text that names no tag matches nothing; it is never refused.
+ */
+export const RouterIfNoneMatchSchema = parsedFromText(
+  z
+    .preprocess(
+      (value) => (Array.isArray(value) ? value.join(',') : value),
+      z
+        .string()
+        .transform((text): '*' | string[] => (text.trim() === '*' ? '*' : (text.match(/(?:W\/)?"[^"]*"/g) ?? []).map((tag) => tag.replace(/^W\//, ''))))
+        .pipe(z.union([z.literal('*'), z.array(z.string())])),
+    )
+    .optional()
+    .describe('An ETag from an earlier 200; `*` matches any.'),
+);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ERROR_STATUS } from '../errors.js';
+import { IDEMPOTENCY_KEY } from '../ids.js';
 import { isStorableText } from '../text.js';
 import { BLAKE3, additive, checkedLater, component, dateTime, int64, pageOf, parsedFromText, uriReference, uuid } from './components.js';
 
@@ -391,4 +392,94 @@ export const ReadinessSchema = component(
     status: z.enum(['ready', 'not_ready']),
     checks: z.record(z.string(), z.string()).meta({ description: '`ok` or `error: <reason>` per dependency.', examples: [{ postgres: 'ok', redis: 'ok', storage: 'ok', load: 'ok' }] }),
   }),
+);
+
+// Request headers, each parsed by the schema its operation declares (Node hands a repeated header
+// over as a list; each header says how it reads one).
+
+const IDEMPOTENCY_KEY_REFUSED = 'Idempotency-Key must be 1 to 255 visible ASCII characters.';
+
+/** `Idempotency-Key` of v2 writes: the first value of a repeated header. */
+export const IdempotencyKeySchema = z
+  .preprocess((value) => (Array.isArray(value) ? value[0] : value), z.string({ error: IDEMPOTENCY_KEY_REFUSED }).regex(IDEMPOTENCY_KEY, IDEMPOTENCY_KEY_REFUSED))
+  .optional();
+
+const joined = (value: unknown) => (Array.isArray(value) ? value.join(',') : value);
+
+const CANCEL_AFTER_REFUSED = 'Cancel-After must be a duration such as 90s, 5m or 1h30m, or a number of seconds, of at least 1 second.';
+// The syntax Replicate's API takes: hours, minutes and seconds in that order, or plain seconds.
+const DURATION = /^(?:\d{1,9}|(?:\d{1,6}h)?(?:\d{1,6}m)?(?:\d{1,8}s)?)$/;
+const DURATION_PARTS = /^(?:(\d{1,6})h)?(?:(\d{1,6})m)?(?:(\d{1,8})s)?$/;
+
+/** `Cancel-After` on a submission: the duration in seconds (the tier's maximum caps it later). */
+export const CancelAfterSchema = parsedFromText(
+  z
+    .preprocess(
+      joined,
+      z
+        .string({ error: CANCEL_AFTER_REFUSED })
+        .trim()
+        .min(1, CANCEL_AFTER_REFUSED)
+        .regex(DURATION, CANCEL_AFTER_REFUSED)
+        .transform((text) => {
+          if (/^\d+$/.test(text)) return Number(text);
+          const [, h, m, s] = DURATION_PARTS.exec(text)!;
+          return Number(h ?? 0) * 3600 + Number(m ?? 0) * 60 + Number(s ?? 0);
+        })
+        .pipe(z.int().min(1, CANCEL_AFTER_REFUSED)),
+    )
+    .optional(),
+);
+
+// RFC 7240: the name in any case, optional spaces around '=', the value bare or quoted. Any number
+// of digits: a long wait is capped like any other, not ignored.
+const PREFER_WAIT = /(?:^|[,;\s])wait\s*=\s*("?)(\d{1,100})\1(?:$|[,;\s])/i;
+
+/**
+ * `Prefer` on a submission: the seconds of `wait=N` (the handler caps them), undefined without
+ * one. Other preferences, and a header that is not a wait, are ignored, never refused.
+ */
+export const PreferWaitSchema = parsedFromText(
+  z
+    .preprocess(
+      joined,
+      z
+        .string()
+        .transform((text) => {
+          const wait = PREFER_WAIT.exec(text);
+          return wait ? Number(wait[2]) : undefined;
+        })
+        .pipe(z.number().optional()),
+    )
+    .optional(),
+);
+
+/**
+ * `Last-Event-ID` of an event stream: an id the stream sent (`<ms>-<seq>`). Anything else, a
+ * repeated header included, reads as no id (the stream starts from its snapshot), never a refusal.
+ */
+export const LastEventIdSchema = z
+  .string()
+  .trim()
+  .regex(/^\d{1,20}-\d{1,20}$/)
+  .optional()
+  .catch(undefined);
+
+/**
+ * `Range` of a download: one byte range, `bytes=first-last`, `bytes=first-` or `bytes=-suffix`, its
+ * numbers null where left out (the content's size settles the rest). Any other form, several
+ * ranges included, reads as none, never a refusal: the whole content is served, as RFC 9110 allows.
+ */
+export const ByteRangeSchema = parsedFromText(
+  z
+    .string()
+    .trim()
+    .regex(/^bytes=(?:\d+-\d*|-\d+)$/)
+    .transform((text) => {
+      const [first, last] = text.slice('bytes='.length).split('-') as [string, string];
+      return { first: first === '' ? null : Number(first), last: last === '' ? null : Number(last) };
+    })
+    .pipe(z.object({ first: z.number().nullable(), last: z.number().nullable() }))
+    .optional()
+    .catch(undefined),
 );

@@ -2,8 +2,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { z } from 'zod';
+import * as contracts from '#libs/contracts';
 import {
-  AssetUploadFieldsSchema, AssetUploadSchema, V1HistoryQuerySchema, V1LogsSubscribeRequestSchema, V1MaskUploadFieldsSchema, V1MaskUploadSchema, V1SettingsSchema,
+  AssetUploadFieldsSchema, AssetUploadSchema, ByteRangeSchema, CancelAfterSchema, IdempotencyKeySchema, LastEventIdSchema, PreferWaitSchema, RouterIdempotencyKeySchema,
+  RouterIfNoneMatchSchema, V1HistoryQuerySchema, V1LogsSubscribeRequestSchema, V1MaskUploadFieldsSchema, V1MaskUploadSchema, V1SettingsSchema,
   V1UploadFieldsSchema, V1UploadSchema, V1UserDataListQuerySchema, V1UserDataTreeQuerySchema, V1UserDataWriteQuerySchema, V1ViewMetadataQuerySchema, V1ViewQuerySchema,
 } from '#libs/contracts';
 import { OPERATIONS } from './index.js';
@@ -36,6 +38,26 @@ describe('the operation tables declare the schemas the handlers parse with', () 
     ['post', '/api/settings', V1SettingsSchema],
   ] as const)('%s %s: its JSON body', (method, path, schema) => {
     expect(operation(method, path).body?.content['application/json']).toBe(schema);
+  });
+
+  it.each([
+    ['post', '/api/v2/jobs', 'Idempotency-Key', IdempotencyKeySchema],
+    ['post', '/api/v2/jobs', 'Prefer', PreferWaitSchema],
+    ['post', '/api/v2/jobs', 'Cancel-After', CancelAfterSchema],
+    ['get', '/api/v2/jobs/{id}/events', 'Last-Event-ID', LastEventIdSchema],
+    ['post', '/api/v2/assets', 'Idempotency-Key', IdempotencyKeySchema],
+    ['post', '/api/v2/assets/from-url', 'Idempotency-Key', IdempotencyKeySchema],
+    ['get', '/api/v2/assets/{id}/content', 'Range', ByteRangeSchema],
+    ['post', '/v1/models/{provider}/{model}', 'Idempotency-Key', RouterIdempotencyKeySchema],
+    ['get', '/v1/models/{provider}/{model}/openapi.json', 'If-None-Match', RouterIfNoneMatchSchema],
+  ] as const)('%s %s: its %s header', (method, path, header, schema) => {
+    expect(operation(method, path).headers?.[header]?.schema).toBe(schema);
+  });
+
+  it('declares no request header our code reads that the check above leaves out', () => {
+    const checked = new Set(['Idempotency-Key', 'Prefer', 'Cancel-After', 'Last-Event-ID', 'Range', 'If-None-Match']);
+    const declared = new Set(OPERATIONS.flatMap((o) => Object.keys(o.headers ?? {})));
+    expect([...declared].filter((h) => !checked.has(h) && !Object.hasOwn(READ_BY_LIBRARIES, h))).toEqual([]);
   });
 
   // The multipart body is the file part plus the fields schema the handler parses the text fields with.
@@ -71,6 +93,30 @@ const DELEGATES: Record<string, string> = {
   'parseEndpointInput(': 'webhooks/endpoint-body.ts',
   'parseEndpointPatch(': 'webhooks/endpoint-body.ts',
   'parsePromptBody(': 'v1/prompt-body.ts',
+};
+
+/** Documented request headers our code never reads: a library parses them. */
+const READ_BY_LIBRARIES: Record<string, string> = {
+  'Tus-Resumable': '@tus/server (resumable uploads)',
+  'Upload-Length': '@tus/server',
+  'Upload-Offset': '@tus/server',
+  'Upload-Metadata': '@tus/server decodes it; the values are judged in v2/uploads/resumable-uploads.service.ts',
+};
+
+/**
+ * Reads of a documented request header that are not its parse, each with where it is parsed (a
+ * file and the call that parses it) or, without one, why the read parses nothing.
+ */
+const HEADER_READS: Record<string, { parsedIn: string; call: string } | { why: string }> = {
+  'router/router.controller.ts idempotency-key': {
+    parsedIn: 'router/calls/calls.service.ts',
+    // Once the model and the body are judged: the router's order of refusals.
+    call: 'parseWith(RouterIdempotencyKeySchema, input.idempotencyKeyHeader,',
+  },
+  'v1/userdata/userdata.controller.ts if-none-match': {
+    why: "v1 GET /api/userdata/{file} keeps the engine's own conditional read (the ETag compared as sent); its operation declares no header, and nothing is refused",
+  },
+  'http/overload.ts prefer': { why: 'load shedding only asks, before routing, whether a request may wait by design; it refuses nothing, and the handler parses Prefer' },
 };
 
 /** Handlers that take a raw input no schema parses, each with the reason. */
@@ -139,5 +185,43 @@ describe('no handler takes a raw @Query/@Body/@Headers or multipart field withou
 
   it('parseV2Input calls parseWith', () => {
     expect(readFileSync(path.join(SRC, 'v2/parse-input.ts'), 'utf8')).toMatch(/export function parseV2Input\b[^]*?\bparseWith\(/);
+  });
+});
+
+describe('no documented request header is read outside the parse by its declared schema', () => {
+  const files = sourceFiles(SRC).map((file) => ({ name: path.relative(SRC, file), text: readFileSync(file, 'utf8') }));
+  /** Each documented request header (lower case) with the names, in #libs/contracts, of the schemas its operations declare. */
+  const declared = new Map<string, Set<string>>();
+  for (const op of OPERATIONS) {
+    for (const [header, spec] of Object.entries(op.headers ?? {})) {
+      const name = Object.entries(contracts).find(([, value]) => value === spec.schema)?.[0] ?? '(an unnamed schema)';
+      declared.set(header.toLowerCase(), (declared.get(header.toLowerCase()) ?? new Set()).add(name));
+    }
+  }
+  const reads = files.flatMap((f) =>
+    [...f.text.matchAll(/\bheaders(?:\[['"]([\w-]+)['"]\]|\.(\w+)\b(?!\())/g)]
+      .map((m) => ({ file: f.name, header: (m[1] ?? m[2]!).toLowerCase(), line: f.text.slice(f.text.lastIndexOf('\n', m.index) + 1, f.text.indexOf('\n', m.index)) }))
+      .filter((r) => declared.has(r.header)),
+  );
+
+  it('finds the reads it checks', () => {
+    expect(reads.length).toBeGreaterThanOrEqual(9);
+  });
+
+  it('parses each with a schema its operation declares, or names where it is parsed or why not', () => {
+    const outside: string[] = [];
+    for (const read of reads) {
+      const key = `${read.file} ${read.header}`;
+      const accessor = `request\\.headers(?:\\['${read.header}'\\]|\\.${read.header}\\b)`;
+      const parse = new RegExp(`\\b(?:parseWith|parseV2Input)\\((\\w+), ${accessor}`).exec(read.line);
+      const parsed = parse !== null && declared.get(read.header)!.has(parse[1]!);
+      if (parsed === Object.hasOwn(HEADER_READS, key)) outside.push(parsed ? `${key} is parsed where it is read: take it off HEADER_READS` : `${key}: ${read.line.trim()}`);
+    }
+    expect(outside).toEqual([]);
+  });
+
+  it.each(Object.entries(HEADER_READS).filter(([, r]) => 'parsedIn' in r))('%s is parsed where it says', (_key, read) => {
+    const { parsedIn, call } = read as { parsedIn: string; call: string };
+    expect(readFileSync(path.join(SRC, parsedIn), 'utf8')).toContain(call);
   });
 });

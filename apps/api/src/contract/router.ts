@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import {
-  ROUTER_BUCKETS, RouterErrorResponseSchema, RouterErrorTypeSchema, RouterIdempotencyKeySchema, RouterModelDetailSchema, RouterModelInputSchema,
+  ROUTER_BUCKETS, RouterErrorResponseSchema, RouterErrorTypeSchema, RouterIdempotencyKeySchema, RouterIfNoneMatchSchema, RouterModelDetailSchema, RouterModelInputSchema,
   RouterModelInputSchemaDocumentSchema, RouterModelListQuerySchema, RouterModelListResponseSchema, RouterModelOutputSchema, RouterModelSegmentSchema,
   RouterProviderSegmentSchema, RouterValidationErrorResponseSchema,
 } from '#libs/contracts';
@@ -98,7 +98,7 @@ export const ROUTER_OPERATIONS: Operation[] = [
     summary: "Read the model's input schema (an OpenAPI document)",
     security,
     params: modelPath,
-    headers: { 'If-None-Match': { schema: z.string(), description: 'An ETag from an earlier 200; `*` matches any.' } },
+    headers: { 'If-None-Match': { schema: RouterIfNoneMatchSchema } },
     responses: {
       200: json(RouterModelInputSchemaDocumentSchema, 'The document.', SCHEMA_DOC_HEADERS),
       304: noBody('Not modified (no body).', SCHEMA_DOC_HEADERS),

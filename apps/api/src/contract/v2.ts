@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import {
-  AccountSchema, AssetFromHashSchema, AssetFromUrlSchema, AssetListQuerySchema, AssetListSchema, AssetSchema, AssetUploadSchema, HealthSchema,
-  JobEventStreamSchema, JobListQuerySchema, JobListSchema, JobLogSchema, JobSchema, JobWorkflowSchema, PageQuerySchema, ReadinessSchema, SubmitJobRequestSchema,
-  WebhookDeliveryListQuerySchema, WebhookDeliveryListSchema, WebhookDeliverySchema, WebhookEndpointListSchema, WebhookEndpointPatchSchema, WebhookEndpointRequestSchema, WebhookEndpointSchema,
-  additive, type ErrorCode,
+  AccountSchema, AssetFromHashSchema, AssetFromUrlSchema, AssetListQuerySchema, AssetListSchema, AssetSchema, AssetUploadSchema, ByteRangeSchema, CancelAfterSchema,
+  HealthSchema, IdempotencyKeySchema, JobEventStreamSchema, JobListQuerySchema, JobListSchema, JobLogSchema, JobSchema, JobWorkflowSchema, LastEventIdSchema,
+  PageQuerySchema, PreferWaitSchema, ReadinessSchema, SubmitJobRequestSchema, WebhookDeliveryListQuerySchema, WebhookDeliveryListSchema, WebhookDeliverySchema,
+  WebhookEndpointListSchema, WebhookEndpointPatchSchema, WebhookEndpointRequestSchema, WebhookEndpointSchema, additive, type ErrorCode,
 } from '#libs/contracts';
 import { BYTES, RETRY_AFTER, bytes, envelopeErrors, json, jsonBody, noBody, type HeaderSpec, type Operation } from './operation.js';
 
@@ -18,7 +18,6 @@ const jobId = z.object({ id: z.guid().describe('Job id.') });
 const assetId = z.object({ id: z.guid().describe('Asset id.') });
 const endpointId = z.object({ id: z.guid().describe('Webhook endpoint id.') });
 const uploadId = z.object({ id: z.string().describe('Upload id, the last segment of the `Location` the creation answered.') });
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 const LOCATION: Record<string, HeaderSpec> = { Location: { schema: z.string(), required: true } };
 const TUS_RESUMABLE: Record<string, HeaderSpec> = { 'Tus-Resumable': { schema: z.literal('1.0.0'), description: '`1.0.0`.', required: true } };
 const UPLOAD_ERRORS: ErrorCode[] = [...COMMON, 'invalid_request', 'not_found', 'upload_conflict'];
@@ -36,10 +35,10 @@ const jobs: Operation[] = [
       "On a deployment surface the graph must keep the pinned workflow's structure.",
     security,
     headers: {
-      'Idempotency-Key': { schema: z.string().regex(IDEMPOTENCY_KEY), description: '1 to 255 visible ASCII characters (a UUID is a good choice); single-use, kept 24 h.' },
-      Prefer: { schema: z.string(), description: additive('`wait=N`: hold the response up to N seconds (capped) until the job ends.') },
+      'Idempotency-Key': { schema: IdempotencyKeySchema, description: '1 to 255 visible ASCII characters (a UUID is a good choice); single-use, kept 24 h.' },
+      Prefer: { schema: PreferWaitSchema, description: additive('`wait=N`: hold the response up to N seconds (capped) until the job ends.') },
       'Cancel-After': {
-        schema: z.string(),
+        schema: CancelAfterSchema,
         description: additive(
           "a deadline from now (`90s`, `5m`, `1h30m`, or seconds), capped by the tier's maximum: a job not finished by then, queued or running, ends `expired` with `error.code` `deadline_exceeded` (charged for what ran). Shown as `deadline_at`.",
         ),
@@ -93,7 +92,7 @@ const jobs: Operation[] = [
     description: 'Follow `urls.events`. The stream ends after the terminal `status` event. Additive: every event has an id; resume with `Last-Event-ID`.',
     security,
     params: jobId,
-    headers: { 'Last-Event-ID': { schema: z.string(), description: additive('replay events after this id, then continue live.') } },
+    headers: { 'Last-Event-ID': { schema: LastEventIdSchema, description: additive('replay events after this id, then continue live.') } },
     responses: { 200: { description: 'An event stream (`X-Accel-Buffering: no`).', content: { 'text/event-stream': JobEventStreamSchema } }, ...envelopeErrors([...READ, 'too_many_streams']) },
   },
   {
@@ -146,7 +145,7 @@ const assets: Operation[] = [
     description: 'Multipart. The server computes the blake3 hash; identical bytes are stored once.',
     security,
     headers: {
-      'Idempotency-Key': { schema: z.string(), description: 'Single-use, kept 24 h: a later upload with it answers 422 `idempotency_key_reuse`; additive: naming `error.details.asset_id`.' },
+      'Idempotency-Key': { schema: IdempotencyKeySchema, description: 'Single-use, kept 24 h: a later upload with it answers 422 `idempotency_key_reuse`; additive: naming `error.details.asset_id`.' },
     },
     body: { content: { 'multipart/form-data': AssetUploadSchema }, required: true },
     responses: {
@@ -174,7 +173,7 @@ const assets: Operation[] = [
       additive("the service fetches the file (a model hub's download link, say) and records it like an upload: blake3 on the way, deduplicated, `models/<folder>/` paths checked and counted. ") +
       'Only http(s); targets in private, loopback, link-local or reserved ranges are refused, redirects included (at most 3); the size and the time are capped (`URL_IMPORT_MAX_BYTES`, `URL_IMPORT_TIMEOUT_SECONDS`).',
     security,
-    headers: { 'Idempotency-Key': { schema: z.string(), description: 'Single-use, as for uploads.' } },
+    headers: { 'Idempotency-Key': { schema: IdempotencyKeySchema, description: 'Single-use, as for uploads.' } },
     body: jsonBody(AssetFromUrlSchema),
     responses: {
       201: json(AssetSchema, 'Stored: the bytes were new to you.'),
@@ -233,7 +232,7 @@ const assets: Operation[] = [
     description: 'Cloud surfaces redirect to a signed URL: fetch it without your credentials. The self-hosted surface streams the bytes and honours `Range`.',
     security,
     params: assetId,
-    headers: { Range: { schema: z.string(), description: 'Self-hosted surface: one byte range.' } },
+    headers: { Range: { schema: ByteRangeSchema, description: 'Self-hosted surface: one byte range.' } },
     responses: {
       302: noBody('Redirect to a signed URL.', LOCATION),
       200: bytes('The bytes (self-hosted).'),

@@ -1,24 +1,22 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '#libs/contracts';
+import type { z } from 'zod';
+import { ApiError, ByteRangeSchema } from '#libs/contracts';
 import { contentDisposition, type BlobStore, type ByteRange } from '#libs/storage';
+import { parseWith } from '../contract/index.js';
 
-/** Parses a single `bytes=` range; multi-range requests are served whole, as RFC 9110 allows. */
-export function parseRange(header: string | undefined, size: number): ByteRange | 'unsatisfiable' | null {
-  if (!header) return null;
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m) return null;
-  const [, startText, endText] = m;
-  if (startText === '' && endText === '') return null;
+/** The bytes a Range (as ByteRangeSchema reads it) asks of content of `size` bytes. */
+export function resolveRange(range: z.output<typeof ByteRangeSchema>, size: number): ByteRange | 'unsatisfiable' | null {
+  if (!range) return null;
   let start: number;
   let end: number;
-  if (startText === '') {
-    const suffix = Number(endText);
+  if (range.first === null) {
+    const suffix = range.last!;
     if (suffix === 0) return 'unsatisfiable';
     start = Math.max(0, size - suffix);
     end = size - 1;
   } else {
-    start = Number(startText);
-    end = endText === '' ? size - 1 : Math.min(Number(endText), size - 1);
+    start = range.first;
+    end = range.last === null ? size - 1 : Math.min(range.last, size - 1);
   }
   if (start >= size || start > end) return 'unsatisfiable';
   return { start, end };
@@ -51,7 +49,8 @@ export async function sendBlob(
 ): Promise<FastifyReply> {
   const size = await store.size(blob.hash);
   if (size === null) throw new ApiError('not_found', 'The content is no longer available.');
-  const range = parseRange(request.headers.range, size);
+  // ByteRangeSchema refuses nothing: a Range that is not one byte range is ignored.
+  const range = resolveRange(parseWith(ByteRangeSchema, request.headers.range, (issues) => ApiError.invalid(issues[0]!.message)), size);
   reply.header('accept-ranges', 'bytes');
   reply.header('content-type', safeContentType(blob.contentType));
   reply.header('content-disposition', contentDisposition(blob.fileName));

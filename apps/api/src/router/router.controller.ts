@@ -1,8 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import { Controller, Delete, Get, Inject, Options, Param, Patch, Post, Put, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
 import type { Config } from '#libs/config';
-import { ROUTER_DEFAULT_PAGE_LIMIT, RouterModelListQuerySchema } from '#libs/contracts';
+import { ROUTER_DEFAULT_PAGE_LIMIT, RouterIfNoneMatchSchema, RouterModelListQuerySchema } from '#libs/contracts';
 import { parseWith } from '../contract/index.js';
 import { CONFIG } from '../core/tokens.js';
 import { toErrorShape } from '../http/error-body.js';
@@ -18,6 +19,9 @@ import { ifNoneMatchHits } from './etag.js';
 import { modelPathSegments, serviceRequestId } from './request-context.js';
 import { RouterAuthGuard, workspaceOf } from './router-auth.js';
 import { routerErrors } from './router-errors.js';
+
+/** A refused query or header: the router's `invalid_input`, worded by the schema. */
+const refuseInput = (issues: z.core.$ZodIssue[]) => new RouterError('invalid_input', issues[0]!.message);
 
 /**
  * 405 for a method no router route serves, with the methods that path does take. It is thrown
@@ -57,7 +61,7 @@ export class RouterController {
   @Get()
   async list(@Req() request: FastifyRequest, @Query() query: unknown) {
     const account = workspaceOf(request);
-    const { cursor, limit = ROUTER_DEFAULT_PAGE_LIMIT } = parseWith(RouterModelListQuerySchema, query, (issues) => new RouterError('invalid_input', issues[0]!.message));
+    const { cursor, limit = ROUTER_DEFAULT_PAGE_LIMIT } = parseWith(RouterModelListQuerySchema, query, refuseInput);
     let after: string | null = null;
     if (cursor !== undefined) {
       try {
@@ -92,7 +96,7 @@ export class RouterController {
   async inputSchema(@Req() request: FastifyRequest, @Res() reply: FastifyReply, @Param('provider') provider: string, @Param('model') model: string): Promise<void> {
     const found = await this.calls.resolve(workspaceOf(request), provider, model);
     reply.header('etag', found.schema.etag).header('cache-control', 'private, must-revalidate');
-    if (ifNoneMatchHits(request.headers['if-none-match'], found.schema.etag)) {
+    if (ifNoneMatchHits(parseWith(RouterIfNoneMatchSchema, request.headers['if-none-match'], refuseInput), found.schema.etag)) {
       await reply.status(304).send();
       return;
     }
@@ -148,7 +152,6 @@ export class RouterController {
   async call(@Req() request: FastifyRequest, @Res() reply: FastifyReply, @Param('provider') provider: string, @Param('model') model: string): Promise<void> {
     const startedAt = Date.now();
     const fate = callerFate(reply.raw);
-    const key = request.headers['idempotency-key'];
     const isJson = isJsonContentType(request.headers['content-type']);
     // Only JSON is a model input; Fastify would also hand over text bodies as strings.
     const parsed = isJson ? request.body : undefined;
@@ -162,7 +165,7 @@ export class RouterController {
       // A JSON `null` stays null: it is input the model's schema refuses, not a missing body.
       body: unparsable ? undefined : parsed,
       bodyError: unparsable ? toErrorShape(parsed.error).message : undefined,
-      idempotencyKey: Array.isArray(key) ? key.join(',') : key,
+      idempotencyKeyHeader: request.headers['idempotency-key'],
       fate,
       startedAt,
       origin: () => requestOrigin(request, this.config),

@@ -22,7 +22,8 @@ export interface CallInput {
   body: unknown;
   /** Why the body could not be read as JSON, when it could not. */
   bodyError: string | undefined;
-  idempotencyKey: string | undefined;
+  /** The Idempotency-Key header as sent: RouterIdempotencyKeySchema parses it once the model and body are judged, as the router orders its refusals. */
+  idempotencyKeyHeader: string | string[] | undefined;
   fate: CallerFate;
   /** Epoch ms the request arrived. */
   startedAt: number;

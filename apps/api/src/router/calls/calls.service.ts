@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { RouterIdempotencyKeySchema } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import { componentLogger } from '#libs/logging';
+import { parseWith } from '../../contract/index.js';
 import { toErrorShape } from '../../http/error-body.js';
 import { errorResult, validationResult } from '../adapters/index.js';
 import { CatalogService, type CatalogModel } from '../catalog/catalog.service.js';
@@ -37,7 +39,8 @@ export class CallsService {
       }
       const problems = model.schema.validate(input.body);
       if (problems.length > 0) throw new RouterValidationError('invalid_input', problems);
-      if (input.idempotencyKey !== undefined) return await this.keyed.run(input, model, input.idempotencyKey);
+      const key = parseWith(RouterIdempotencyKeySchema, input.idempotencyKeyHeader, (issues) => new RouterError('invalid_input', issues[0]!.message));
+      if (key !== undefined) return await this.keyed.run(input, model, key);
       const reply = await this.dispatch.fresh(input, model, null);
       if (reply === CLAIM_LOST) throw new Error('an unkeyed call cannot lose a key claim');
       return reply;

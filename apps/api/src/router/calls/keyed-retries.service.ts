@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
-import { isIdempotencyKey } from '#libs/contracts';
 import { Draining } from '../../core/draining.js';
 import type { GenerationResult } from '../adapters/index.js';
 import type { CatalogModel } from '../catalog/catalog.service.js';
@@ -29,9 +28,8 @@ export class KeyedRetriesService {
     private readonly stopping: Draining,
   ) {}
 
-  /** A call with an Idempotency-Key: replay, join the generation already under way, or dispatch. */
+  /** A call with an Idempotency-Key (parsed by RouterIdempotencyKeySchema): replay, join the generation already under way, or dispatch. */
   async run(input: CallInput, model: CatalogModel, key: string, attempt = 0): Promise<CallReply> {
-    if (!isIdempotencyKey(key)) throw new RouterError('invalid_input', 'Idempotency-Key must be 1 to 255 visible ASCII characters.');
     if (attempt > 3) throw new RouterError('service_unavailable', 'The Idempotency-Key is contended; retry shortly.', { 'retry-after': '1' });
     const requestHash = createHash('sha256').update(model.id).update('\n').update(input.rawBody!).digest('hex');
     let row = await this.usage.findByKey(input.account.id, key);

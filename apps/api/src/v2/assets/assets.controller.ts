@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, Head, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
-import { AssetUploadFieldsSchema, type AssetView } from '#libs/contracts';
+import { AssetUploadFieldsSchema, IdempotencyKeySchema, type AssetView } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
@@ -17,7 +17,6 @@ import { AssetsService } from './assets.service.js';
 import { lastValues, readMultipartUpload } from './multipart-upload.js';
 import { UploadKeys } from './upload-keys.js';
 import { UrlImports } from './url-import.js';
-import { parseIdempotencyKey } from '../jobs/submit-body.js';
 import { parseV2Input } from '../parse-input.js';
 import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
 @RendersErrors(envelopeErrors)
@@ -35,7 +34,7 @@ export class AssetsController {
 
   @Post()
   async upload(@CurrentAccount() account: Account, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<AssetView> {
-    const key = parseIdempotencyKey(request.headers['idempotency-key']);
+    const key = parseV2Input(IdempotencyKeySchema, request.headers['idempotency-key']);
     // A used key is refused before a byte of the body is read or stored.
     if (key) await this.keys.refuseUsed(account.id, key);
     const discard = (stored: StoredBlob) => this.assets.discardUnrecorded(stored);
@@ -73,7 +72,7 @@ export class AssetsController {
   /** A file fetched from a URL by the service, recorded like an upload (201 when its bytes are new to the caller). */
   @Post('from-url')
   async fromUrl(@CurrentAccount() account: Account, @Body() body: unknown, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<AssetView> {
-    const key = parseIdempotencyKey(request.headers['idempotency-key']);
+    const key = parseV2Input(IdempotencyKeySchema, request.headers['idempotency-key']);
     if (key) await this.keys.refuseUsed(account.id, key);
     const { view, createdNew } = await this.imports.import(account, requireJsonObject(request, body), request);
     if (key) await this.keys.claim(account.id, key, view.id);

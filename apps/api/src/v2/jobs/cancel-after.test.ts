@@ -1,6 +1,9 @@
-import { ApiError } from '#libs/contracts';
-import { parseCancelAfter } from './cancel-after.js';
+import { ApiError, CancelAfterSchema } from '#libs/contracts';
 import { jobDeadlines } from '../../jobs/job-deadlines.js';
+import { parseV2Input } from '../parse-input.js';
+
+// As the submission handler reads the header.
+const parseCancelAfter = (header: unknown) => parseV2Input(CancelAfterSchema, header, { header: 'Cancel-After' });
 
 describe('Cancel-After', () => {
   it.each([
@@ -12,7 +15,8 @@ describe('Cancel-After', () => {
     ['300', 300],
     [' 45s ', 45],
     ['1', 1],
-  ])('reads %j as %d seconds', (header, seconds) => {
+    [['90s'], 90],
+  ] as const)('reads %j as %d seconds', (header, seconds) => {
     expect(parseCancelAfter(header)).toBe(seconds);
   });
 
@@ -20,7 +24,7 @@ describe('Cancel-After', () => {
     expect(parseCancelAfter(undefined)).toBeUndefined();
   });
 
-  it.each(['', '0', '0s', '-5', '1.5h', '5 m', '30m1h', '5d', 'soon', '1h1h', 's', '90s,5m', '9'.repeat(12)])('refuses %j with 400 invalid_request', (header) => {
+  it.each(['', '0', '0s', '-5', '1.5h', '5 m', '30m1h', '5d', 'soon', '1h1h', 's', '90s,5m', '9'.repeat(12), ['90s', '5m'], 7])('refuses %j with 400 invalid_request', (header) => {
     let thrown: unknown;
     try {
       parseCancelAfter(header);
@@ -30,6 +34,8 @@ describe('Cancel-After', () => {
     expect(thrown).toBeInstanceOf(ApiError);
     expect((thrown as ApiError).status).toBe(400);
     expect((thrown as ApiError).code).toBe('invalid_request');
+    expect((thrown as ApiError).message).toBe('Cancel-After must be a duration such as 90s, 5m or 1h30m, or a number of seconds, of at least 1 second.');
+    expect((thrown as ApiError).details).toEqual({ header: 'Cancel-After' });
   });
 
   it('bounds the wait in the queue by the job deadline when that comes first', () => {

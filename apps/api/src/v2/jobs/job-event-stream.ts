@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
-import { isTerminal } from '#libs/contracts';
+import { isTerminal, LastEventIdSchema } from '#libs/contracts';
 import type { Account } from '#libs/db';
 import { compareStreamIds, eventIdOf, JobEventLog, JobStore, parseEventId, QueuePositions, type JobSystem, type StoredJobEvent } from '#libs/jobs';
 import { Draining } from '../../core/draining.js';
@@ -11,6 +11,7 @@ import { EventFanout } from '../../jobs/event-fanout.js';
 import { STATUS_READS } from '../../jobs/job-system.providers.js';
 import { JobViews, type JobScope } from '../../jobs/job-views.service.js';
 import { AccountLimits } from '../../limits/index.js';
+import { parseV2Input } from '../parse-input.js';
 import { SseSink } from './sse-sink.js';
 
 /**
@@ -44,8 +45,8 @@ export class JobEventStream {
     const queuePositions = this.positions;
     const raw = reply.raw;
     const { createdAt } = await views.find(scope, jobId);
-    const header = request.headers['last-event-id'];
-    const resumeFrom = typeof header === 'string' ? parseEventId(header.trim()) : null;
+    const lastEventId = parseV2Input(LastEventIdSchema, request.headers['last-event-id']);
+    const resumeFrom = lastEventId === undefined ? null : parseEventId(lastEventId);
     // A client may leave while the lookups wait on the database and Redis. Its connection's 'close'
     // has then fired before the stream listens for it, so it would never be seen: the slot would be
     // held (and refreshed by the keepalive) until the job ends. A connection already gone gets no

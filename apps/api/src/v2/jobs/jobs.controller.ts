@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
-import { ApiError, isTerminal, type JobView } from '#libs/contracts';
+import { ApiError, CancelAfterSchema, IdempotencyKeySchema, isTerminal, PreferWaitSchema, type JobView } from '#libs/contracts';
 import type { Account, Deployment } from '#libs/db';
 import { JobStore } from '#libs/jobs';
 import { toV2NodeErrors } from '#libs/workflow';
@@ -16,10 +16,10 @@ import { JobViews, type JobScope } from '../../jobs/job-views.service.js';
 import { SubmissionService, WorkflowRejected } from '../../jobs/submission.service.js';
 import { AccountLimits, RateLimitGuard } from '../../limits/index.js';
 import { CurrentDeployment, DeploymentScopeGuard, JobsScope } from '../../surface/deployment-scope.js';
-import { parseCancelAfter } from './cancel-after.js';
 import { JobEventStream } from './job-event-stream.js';
 import { nextCursor, parseJobListQuery } from './job-list.js';
-import { parseIdempotencyKey, parsePreferWait, parseSubmitBody } from './submit-body.js';
+import { parseSubmitBody } from './submit-body.js';
+import { parseV2Input } from '../parse-input.js';
 import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
 @RendersErrors(envelopeErrors)
 @Controller()
@@ -46,9 +46,10 @@ export class JobsController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<JobView> {
     const parsed = parseSubmitBody(requireJsonObject(request, body));
-    const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
-    const wait = parsePreferWait(request.headers.prefer, this.config.jobs.preferWaitMaxSeconds);
-    const cancelAfterSeconds = parseCancelAfter(request.headers['cancel-after']);
+    const idempotencyKey = parseV2Input(IdempotencyKeySchema, request.headers['idempotency-key']);
+    const preferWait = parseV2Input(PreferWaitSchema, request.headers.prefer);
+    const wait = preferWait === undefined ? undefined : Math.min(preferWait, this.config.jobs.preferWaitMaxSeconds);
+    const cancelAfterSeconds = parseV2Input(CancelAfterSchema, request.headers['cancel-after'], { header: 'Cancel-After' });
     let job;
     try {
       job = await this.submissions.submit(account, { ...parsed, idempotencyKey, source: 'v2', deployment, cancelAfterSeconds });

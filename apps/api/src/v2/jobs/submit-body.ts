@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { ApiError, isIdempotencyKey, SubmitJobRequestSchema } from '#libs/contracts';
+import { ApiError, SubmitJobRequestSchema } from '#libs/contracts';
 import { parseWith } from '../../contract/index.js';
 
 export interface SubmitBody {
@@ -21,22 +21,4 @@ function refuseSubmission(issues: z.core.$ZodIssue[]): ApiError {
 export function parseSubmitBody(body: Record<string, unknown>): SubmitBody {
   const parsed = parseWith(SubmitJobRequestSchema, body, refuseSubmission);
   return parsed.extra_data ? { workflow: parsed.workflow, extraData: parsed.extra_data } : { workflow: parsed.workflow };
-}
-
-export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value === undefined || !isIdempotencyKey(value)) throw ApiError.invalid('Idempotency-Key must be 1 to 255 visible ASCII characters.');
-  return value;
-}
-
-/** `Prefer: wait=N` in seconds, capped; undefined when absent. */
-export function parsePreferWait(header: string | string[] | undefined, max: number): number | undefined {
-  const value = Array.isArray(header) ? header.join(',') : header;
-  if (!value) return undefined;
-  // RFC 7240: the name in any case, optional spaces around '=', the value bare or quoted. Any
-  // number of digits: a long wait is capped like any other, not ignored.
-  const m = /(?:^|[,;\s])wait\s*=\s*("?)(\d{1,100})\1(?:$|[,;\s])/i.exec(value);
-  if (!m) return undefined;
-  return Math.min(Number(m[2]), max);
 }
