@@ -45,6 +45,8 @@ export class MediaRehostService {
     const { media, ...rest } = result;
     if (!media || result.bucket !== 'success') return rest;
     const text = result.body.toString('utf8');
+    // Most answers carry their media inline (base64) or none: a body without a URL is not parsed.
+    if (!text.includes('://')) return rest;
     const found = stringsAt(text, media.paths).filter((s) => /^https?:\/\//i.test(s.value));
     if (found.length === 0) return rest;
     const urls = [...new Set(found.map((s) => s.value))];
