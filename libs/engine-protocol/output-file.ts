@@ -14,7 +14,7 @@ const READ_CHUNK = 1024 * 1024;
  * which applies its own rules. The file is opened before this returns, so a later rename or
  * removal of the name cannot change what is read.
  */
-export async function openOutputFile(outputDir: string, req: { filename: string; subfolder?: string; type?: string }): Promise<{ stream: Readable; size: number } | null> {
+export async function openOutputFile(outputDir: string, req: { filename: string; subfolder?: string; type?: string }): Promise<{ stream: Readable; size: number; file: string } | null> {
   if ((req.type ?? 'output') !== 'output') return null;
   // `name [output]` and friends name a folder by suffix: left to the engine, which knows them.
   if (/ \[(input|output|temp)\]$/.test(req.filename)) return null;
@@ -34,7 +34,7 @@ export async function openOutputFile(outputDir: string, req: { filename: string;
       await handle.close();
       return null;
     }
-    return { stream: handle.createReadStream({ highWaterMark: READ_CHUNK }), size: info.size };
+    return { stream: handle.createReadStream({ highWaterMark: READ_CHUNK }), size: info.size, file };
   } catch {
     await handle.close().catch(() => undefined);
     return null;

@@ -1,3 +1,4 @@
+import { open } from 'node:fs/promises';
 import { Transform, type TransformCallback } from 'node:stream';
 import { Blake3Hasher, blake3 } from '@napi-rs/blake-hash';
 import { TooLargeError } from './limits.js';
@@ -32,6 +33,25 @@ export class Blake3Tap extends Transform {
   digest(): string {
     return this.hasher.digest('hex');
   }
+}
+
+/** Hash and size of a file, read into one buffer of `pieceBytes` reused for every piece. */
+export async function blake3File(file: string, pieceBytes: number): Promise<{ hash: string; size: number }> {
+  const hasher = new Blake3Hasher();
+  const piece = Buffer.allocUnsafe(pieceBytes);
+  let size = 0;
+  const handle = await open(file, 'r');
+  try {
+    for (;;) {
+      const { bytesRead } = await handle.read(piece, 0, pieceBytes, size);
+      if (bytesRead === 0) break;
+      hasher.update(piece.subarray(0, bytesRead));
+      size += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
+  return { hash: hasher.digest('hex'), size };
 }
 
 export function blake3Hex(data: Buffer | string): string {

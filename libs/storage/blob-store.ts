@@ -49,6 +49,11 @@ export interface BlobStore {
    * to its end (and dropped), so the client that sent it can still be answered.
    */
   put(body: Readable, options?: { maxBytes?: number }): Promise<StoredBlob>;
+  /**
+   * The same for a file on this machine's disk that nothing writes to any more (an engine's
+   * finished output). Throws when the file changed while it was being stored.
+   */
+  putFile(file: string, options?: { maxBytes?: number }): Promise<StoredBlob>;
   has(hash: string): Promise<boolean>;
   /** Size in bytes, or null when the blob is not stored. */
   size(hash: string): Promise<number | null>;

@@ -1,16 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { access, link, mkdir, stat, unlink, writeFile } from 'node:fs/promises';
+import { access, copyFile, link, mkdir, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
-import { Blake3Tap, isBlake3Hex } from './blake3.js';
+import { Blake3Tap, blake3File, isBlake3Hex } from './blake3.js';
 import { blobKey, type BlobStore, type ByteRange, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
 import { drain } from './drain.js';
 import { signBlobUrl } from './signing.js';
+import { TooLargeError } from './limits.js';
 import { StorageUnavailableError } from './unavailable.js';
 
 const PROBE_BYTES = Buffer.alloc(4096);
+// Bytes arrive in network-sized chunks (64 KiB). Writes queue up to this much while the previous
+// one is on disk, then go out in one writev: a 5 MB file takes a handful of calls instead of 80,
+// without copying chunks together.
+const WRITE_BUFFER_BYTES = 1024 * 1024;
+// Reads of this size halve the time to serve a 5 MB file against the 64 KiB default (fewer reads
+// and socket writes); one such piece is held per download in flight.
+const READ_PIECE_BYTES = 256 * 1024;
+// A file stored from the disk is hashed in pieces of this size.
+const FILE_PIECE_BYTES = 1024 * 1024;
 
 /** The embedded default: blobs in a local directory, served by the API through HMAC-signed URLs. */
 export class LocalBlobStore implements BlobStore {
@@ -59,7 +69,7 @@ export class LocalBlobStore implements BlobStore {
     // must not tear down the client's stream, which goes on being read and dropped so the client
     // still gets an answer. A failing client stream, or one over the limit, stops the file.
     const piped = new PassThrough();
-    const file = createWriteStream(tmp);
+    const file = createWriteStream(tmp, { highWaterMark: WRITE_BUFFER_BYTES });
     const writing = finished(file);
     file.once('error', () => {
       piped.unpipe(file);
@@ -74,17 +84,53 @@ export class LocalBlobStore implements BlobStore {
       const [fed, wrote] = await Promise.allSettled([feeding, writing]);
       if (fed.status === 'rejected') throw fed.reason;
       if (wrote.status === 'rejected') throw new StorageUnavailableError(wrote.reason);
-      const hash = tap.digest();
-      let created = true;
-      // link() fails when the target exists, so two writers of the same bytes cannot both "create" it.
-      await link(tmp, this.pathOf(hash)).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'EEXIST') throw new StorageUnavailableError(err);
-        created = false;
-      });
-      return { hash, sizeBytes: tap.size, storageKey: blobKey(hash), created };
+      return await this.keep(tmp, tap.digest(), tap.size);
     } finally {
       await unlink(tmp).catch(() => undefined);
     }
+  }
+
+  /**
+   * The kernel copies the file (copy_file_range, or a reflink where the file system has them)
+   * while this process reads it once for its hash: a large output is not passed through the
+   * process twice. Its size, modification time and inode are compared before and after, so bytes
+   * changed meanwhile are never stored under a hash they do not have.
+   */
+  async putFile(file: string, options: { maxBytes?: number } = {}): Promise<StoredBlob> {
+    try {
+      await this.ensureDirs();
+    } catch (err) {
+      throw new StorageUnavailableError(err);
+    }
+    const before = await stat(file);
+    if (options.maxBytes !== undefined && before.size > options.maxBytes) throw new TooLargeError(options.maxBytes);
+    const tmp = path.join(this.root, 'tmp', randomUUID());
+    try {
+      const [hashed] = await Promise.all([
+        blake3File(file, FILE_PIECE_BYTES),
+        copyFile(file, tmp).catch((err: unknown) => {
+          throw new StorageUnavailableError(err);
+        }),
+      ]);
+      const after = await stat(file);
+      if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ino !== before.ino || hashed.size !== before.size) {
+        throw new Error(`${path.basename(file)} changed while it was being stored`);
+      }
+      return await this.keep(tmp, hashed.hash, hashed.size);
+    } finally {
+      await unlink(tmp).catch(() => undefined);
+    }
+  }
+
+  /** Files the written bytes under their hash (the temporary file is the caller's to remove). */
+  private async keep(tmp: string, hash: string, sizeBytes: number): Promise<StoredBlob> {
+    let created = true;
+    // link() fails when the target exists, so two writers of the same bytes cannot both "create" it.
+    await link(tmp, this.pathOf(hash)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw new StorageUnavailableError(err);
+      created = false;
+    });
+    return { hash, sizeBytes, storageKey: blobKey(hash), created };
   }
 
   async has(hash: string): Promise<boolean> {
@@ -103,7 +149,7 @@ export class LocalBlobStore implements BlobStore {
   async read(hash: string, range?: ByteRange): Promise<Readable> {
     const file = this.pathOf(hash);
     await access(file);
-    return createReadStream(file, range ? { start: range.start, end: range.end } : {});
+    return createReadStream(file, { highWaterMark: READ_PIECE_BYTES, ...(range ? { start: range.start, end: range.end } : {}) });
   }
 
   async signedUrl(hash: string, o: SignOptions): Promise<SignedUrl> {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
@@ -81,6 +82,11 @@ export class S3BlobStore implements BlobStore {
       throw err;
     });
     return this.bucketReady;
+  }
+
+  /** Streamed like any other body: S3 has no way to take a local file without it passing through. */
+  async putFile(file: string, options: { maxBytes?: number } = {}): Promise<StoredBlob> {
+    return this.put(createReadStream(file, { highWaterMark: 1024 * 1024 }), options);
   }
 
   async put(body: Readable, options: { maxBytes?: number } = {}): Promise<StoredBlob> {

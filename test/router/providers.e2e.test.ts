@@ -192,7 +192,7 @@ describe('partner models against the partner simulator', () => {
 
     it('a generation being polled holds its slot: the workspace limit refuses a second call meanwhile', async () => {
       const narrow = await world.workspace({ routerMaxConcurrent: 1 });
-      const first = world.post(narrow.token, 'kling/kling-v2-5-turbo', MODELS['kling/kling-v2-5-turbo']!.body('one slot [[slow:600]]'));
+      const first = world.post(narrow.token, 'kling/kling-v2-5-turbo', MODELS['kling/kling-v2-5-turbo']!.body('one slot [[slow:2500]]'));
       await eventually(async () => world.sim.requests('kling', { method: 'GET' }).some((r) => r.answer?.body.includes('processing')));
       expectRouterError(await world.post(narrow.token, 'runway/gen4_turbo', MODELS['runway/gen4_turbo']!.body('second')), 429, 'concurrency_limit_exceeded');
       expect((await first).status).toBe(200);

@@ -41,7 +41,7 @@ export class OutputStore {
     private readonly log: Log,
     /** The run storing them: an output is recorded only while the run still holds its job. */
     private readonly lease: RunLease,
-    /** What an output's bytes pass through on their way to the store (the tenant's view of them). */
+    /** What an output's bytes pass through on their way to the store (the tenant's view of them); the same stream when nothing changes them. */
     private readonly prepare: (name: string, bytes: Readable) => Readable = (_name, bytes) => bytes,
   ) {}
 
@@ -73,7 +73,10 @@ export class OutputStore {
           const view = await this.engine.viewWithInfo(output.ref);
           reportedType = view.contentType;
           try {
-            return await this.store.put(this.prepare(name, view.stream));
+            const bytes = this.prepare(name, view.stream);
+            // Bytes stored as the engine wrote them, from a file this machine sees: the store copies the file.
+            if (bytes === view.stream && view.file) return await this.store.putFile(view.file);
+            return await this.store.put(bytes);
           } finally {
             // A store that failed before reading it all must not leave the engine's connection open.
             if (!view.stream.readableEnded) view.stream.destroy();

@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { Inject, Injectable } from '@nestjs/common';
 import { guessContentType, recordStoredAsset } from '#libs/assets';
 import type { Db } from '#libs/db';
@@ -8,7 +7,6 @@ import { componentLogger } from '#libs/logging';
 import { BLOB_STORE, DB } from '../../core/tokens.js';
 import { errorResult, type GenerationResult, type MediaRefs, type UpstreamModel } from '../adapters/adapter.js';
 import { UpstreamBroken, UpstreamTimeout, UpstreamUnreachable, upstreamStream } from '../adapters/upstream-http.js';
-import { Coalesce } from './coalesce.js';
 import { replaceStrings, stringsAt } from './json-strings.js';
 
 // Media a provider returns by URL expires at the provider (BFL's in about ten minutes). Before
@@ -47,6 +45,8 @@ export class MediaRehostService {
     const { media, ...rest } = result;
     if (!media || result.bucket !== 'success') return rest;
     const text = result.body.toString('utf8');
+    // Most answers carry their media inline (base64) or none: a body without a URL is not parsed.
+    if (!text.includes('://')) return rest;
     const found = stringsAt(text, media.paths).filter((s) => /^https?:\/\//i.test(s.value));
     if (found.length === 0) return rest;
     const urls = [...new Set(found.map((s) => s.value))];
@@ -104,11 +104,8 @@ export class MediaRehostService {
         throw new MediaUnavailable(`HTTP ${res.status}`);
       }
       const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim() || guessContentType(new URL(current).pathname);
-      const pieces = new Coalesce();
-      // A failing download fails the pieces too, and with them the store's write.
-      pipeline(res.body, pieces).catch(() => undefined);
       try {
-        return { stored: await this.store.put(pieces, { maxBytes: MAX_MEDIA_BYTES }), contentType };
+        return { stored: await this.store.put(res.body, { maxBytes: MAX_MEDIA_BYTES }), contentType };
       } catch (err) {
         if (err instanceof TooLargeError) throw new MediaUnavailable('larger than the router keeps');
         if (signal.aborted) throw new UpstreamTimeout('deadline');

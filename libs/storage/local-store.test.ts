@@ -1,0 +1,52 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { blake3Hex } from './blake3.js';
+import { TooLargeError } from './limits.js';
+import { LocalBlobStore } from './local-store.js';
+
+describe('LocalBlobStore', () => {
+  let dir: string;
+  let store: LocalBlobStore;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'local-store-'));
+    store = new LocalBlobStore(path.join(dir, 'blobs'), 'secret-0123456789', '');
+  });
+  afterEach(() => rm(dir, { recursive: true, force: true }));
+
+  const readAll = async (hash: string, range?: { start: number; end: number }) => Buffer.concat(await (await store.read(hash, range)).toArray());
+
+  it('stores a file from the disk byte for byte under its blake3, once', async () => {
+    // Several read pieces and an odd tail, so the hash runs over more than one piece.
+    const bytes = randomBytes(3 * 1024 * 1024 + 123);
+    const file = path.join(dir, 'out.bin');
+    await writeFile(file, bytes);
+
+    const first = await store.putFile(file);
+    expect(first).toMatchObject({ hash: blake3Hex(bytes), sizeBytes: bytes.length, created: true });
+    expect((await readAll(first.hash)).equals(bytes)).toBe(true);
+    // The same bytes again, from a file or a stream: found, not created.
+    expect(await store.putFile(file)).toMatchObject({ hash: first.hash, created: false });
+    expect(await store.put(Readable.from([bytes]))).toMatchObject({ hash: first.hash, created: false });
+    // The source file is left as it was, and no temporary copy stays behind.
+    expect((await readFile(file)).equals(bytes)).toBe(true);
+    expect(await readdir(path.join(dir, 'blobs', 'tmp'))).toEqual([]);
+  });
+
+  it('refuses a file over the limit before copying it', async () => {
+    const file = path.join(dir, 'big.bin');
+    await writeFile(file, randomBytes(2048));
+    await expect(store.putFile(file, { maxBytes: 1024 })).rejects.toBeInstanceOf(TooLargeError);
+    expect(await readdir(path.join(dir, 'blobs', 'tmp'))).toEqual([]);
+  });
+
+  it('serves ranges and whole files read in large pieces', async () => {
+    const bytes = randomBytes(700 * 1024);
+    const { hash } = await store.put(Readable.from([bytes.subarray(0, 65536), bytes.subarray(65536)]));
+    expect((await readAll(hash)).equals(bytes)).toBe(true);
+    expect((await readAll(hash, { start: 300_000, end: 600_000 })).equals(bytes.subarray(300_000, 600_001))).toBe(true);
+  });
+});
