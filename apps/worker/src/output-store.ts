@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { blobRow, bytesNewToAccount, discardUnrecordedBytes, underBlobLock } from '#libs/assets';
+import { discardUnrecordedBytes, lockedBlobRow } from '#libs/assets';
 import { Prisma, type Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import { leaseHeld, leaseToken, type JobEventLog, type RunLease } from '#libs/jobs';
@@ -94,24 +94,21 @@ export class OutputStore {
 
     const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : output.kind === 'bytes' ? output.contentType : contentTypeFor(name, reportedType);
     const type = outputType(output.key, name, contentType);
-    // Blob, asset and job output in one statement: all three exist, or none does. Under the blob's
-    // lock: a deletion of the same bytes' last record then cannot fail on this reference.
+    // Blob, asset and job output in one statement and one round trip: all three exist, or none
+    // does. Under the blob's lock (its first step): a deletion of the same bytes' last record then
+    // cannot fail on this reference.
     const assetId = randomUUID();
     // A job's outputs never change once it has ended, nor after another worker took it over: the
     // records are written only while this run's claim still holds the job.
-    const recorded = await underBlobLock(
-      this.db,
-      stored.hash,
-      this.db.$executeRaw`
-      WITH ${blobRow(stored)}, held AS (${leaseHeld(job.id, this.lease)}), asset AS (
+    const recorded = await this.db.$executeRaw`
+      WITH ${lockedBlobRow(stored, job.accountId)}, held AS (${leaseHeld(job.id, this.lease)}), asset AS (
         INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at, created_new)
-        SELECT ${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt},
-               ${bytesNewToAccount(job.accountId, stored.hash)} FROM held
+        SELECT ${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt}, lock.new_to_account
+        FROM lock, held
         RETURNING id
       ), ${outputEventsCte(Prisma.sql`asset`, job.accountId, job.id)}
       INSERT INTO job_outputs (job_id, asset_id, node_id, type, engine_key, engine_type, name)
-      SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`,
-    );
+      SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`;
     if (recorded === 0) {
       // Bytes this run stored and nobody records are removed again (those of others stay).
       if (stored.created) await discardUnrecordedBytes(this.db, this.store, stored.hash).catch(() => undefined);
