@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { discardUnrecordedBytes, lockedBlobRow } from '#libs/assets';
 import { Prisma, type Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
-import { leaseHeld, leaseToken, type JobEventLog, type RunLease } from '#libs/jobs';
+import { leaseHeld, leaseToken, type EndedOutput, type JobEventLog, type RunLease } from '#libs/jobs';
 import { outputBytesObserved } from '#libs/metrics';
 import { outputEventsCte } from '#libs/webhooks';
 import type { BlobStore, StoredBlob } from '#libs/storage';
@@ -17,6 +17,8 @@ export interface StoredOutput {
   type: string;
   /** Where v1 clients find it through /api/view. */
   v1Ref: { filename: string; subfolder: string; type: string };
+  /** The output as this run recorded it; null when an earlier attempt of the job had. */
+  recorded: EndedOutput | null;
 }
 
 // With the backoff below, a store that is away for up to about ten seconds costs no output.
@@ -55,7 +57,7 @@ export class OutputStore {
         : null;
     const engineType = output.kind === 'file' ? output.ref.type : 'output';
     const v1Ref = { filename: name, subfolder: job.id, type: engineType };
-    if (existing) return { assetId: existing.assetId, nodeId, name, type: existing.type, v1Ref };
+    if (existing) return { assetId: existing.assetId, nodeId, name, type: existing.type, v1Ref, recorded: null };
 
     let reportedType: string | null = null;
     const putBytes = async (): Promise<StoredBlob> => {
@@ -138,6 +140,6 @@ export class OutputStore {
       hash: `blake3:${stored.hash}`,
       job_id: job.id,
     }, leaseToken(this.lease)).catch((err: Error) => this.log('warn', 'output event not recorded', { err: err.message, asset_id: assetId }));
-    return { assetId: asset.id, nodeId, name, type, v1Ref };
+    return { assetId: asset.id, nodeId, name, type, v1Ref, recorded: { assetId: asset.id, nodeId, name, type, hash: stored.hash, contentType, sizeBytes: stored.sizeBytes } };
   }
 }
