@@ -21,6 +21,11 @@ import { nextCursor, parseJobListQuery } from './job-list.js';
 import { parseSubmitBody } from './submit-body.js';
 import { parseV2Input } from '../parse-input.js';
 import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
+
+// How long a request waiting for its job's end (`Prefer: wait`) trusts the job's events alone
+// before it also reads the job once (see waitForEnd).
+const MISSED_END_CHECK_MS = 100;
+
 @RendersErrors(envelopeErrors)
 @Controller()
 @UseGuards(BearerAuthGuard, RateLimitGuard, DeploymentScopeGuard)
@@ -92,14 +97,21 @@ export class JobsController {
         done(job?.id === jobId && job.status === ended ? job : null);
       });
       const undrain = this.stopping.onDraining(done);
-      // The job may have ended between submission and subscription. If this read fails, the wait
-      // still ends with the job's event or the time; it must not reject unhandled (that stops the process).
-      void this.jobs
-        .get(jobId)
-        .then((j) => j && isTerminal(j.status) && done())
-        .catch(() => undefined);
+      // The job may have ended between submission and subscription: looked at once, if it has not
+      // ended a moment later. Most jobs a client waits for end sooner, and this read would compete
+      // with their dispatch for the database. If it fails, the wait still ends with the job's
+      // event or the time; it must not reject unhandled (that stops the process).
+      const missed = setTimeout(
+        () =>
+          void this.jobs
+            .get(jobId)
+            .then((j) => j && isTerminal(j.status) && done())
+            .catch(() => undefined),
+        MISSED_END_CHECK_MS,
+      );
       function done(job: JobWithOutputs | null = null) {
         clearTimeout(timer);
+        clearTimeout(missed);
         stop();
         stopEnded();
         undrain();
