@@ -140,10 +140,12 @@ export class JobRun {
     const jobLog = this.log;
     const staged = inputs.workflow;
     const tenant = new TenantView(inputs.tenantNames, inputs.folder);
-    // Saved images carry the workflow the tenant sent, not the one the engine ran (staged names, cache scope).
-    const promptText = pythonJsonDumps(job.submittedWorkflow ?? job.workflow);
+    // Saved images carry the workflow the tenant sent, not the one the engine ran (staged names,
+    // cache scope). Written out for the first image only: the prompt does not wait for it.
+    let promptText: string | null = null;
     const tenantBytes = (name: string, bytes: Readable): Readable => {
       if (!name.toLowerCase().endsWith('.png')) return bytes;
+      promptText ??= pythonJsonDumps(job.submittedWorkflow ?? job.workflow);
       const rewriter = new PngPromptRewriter(promptText);
       bytes.on('error', (err) => rewriter.destroy(err));
       return bytes.pipe(rewriter);
