@@ -1,2 +1,2 @@
-export { notExpired, blobRow, recordUploadedAsset, recordStoredAsset, createAssetRecord, guessContentType, validateFilePath, deleteAssetsAndOrphanBlobs, deleteAssetUnlessInUse, discardUnrecordedBytes, blobSurvived, underBlobLock, bytesNewToAccount } from './records.js';
+export { notExpired, lockedBlobRow, recordUploadedAsset, recordStoredAsset, createAssetRecord, guessContentType, validateFilePath, deleteAssetsAndOrphanBlobs, deleteAssetUnlessInUse, discardUnrecordedBytes, blobSurvived } from './records.js';
 export type { NewAsset } from './records.js';

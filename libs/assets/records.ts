@@ -48,75 +48,53 @@ export async function createAssetRecord(db: Db, a: NewAsset): Promise<Asset | nu
 }
 
 /**
- * Runs a statement that records an asset over freshly stored bytes under the blob's lock (see
- * recordUploadedAsset for why); for the worker's output records.
- */
-export async function underBlobLock<T>(db: Db, hash: string, statement: Prisma.PrismaPromise<T>): Promise<T> {
-  const [, result] = await db.$transaction([lockBlob(db, hash), statement]);
-  return result;
-}
-
-/**
- * The `blob` step of a statement that records stored bytes with what references them: the blob
- * row, unless identical bytes have one already.
- */
-export function blobRow(stored: StoredBlob): Prisma.Sql {
-  return Prisma.sql`blob AS (
-    INSERT INTO blobs (hash, size_bytes, storage_key) VALUES (${stored.hash}, ${BigInt(stored.sizeBytes)}, ${stored.storageKey})
-    ON CONFLICT (hash) DO NOTHING
-  )`;
-}
-
-/**
  * Records freshly stored bytes (identical bytes share one blob row) and an asset over them,
  * under the blob lock, as a deletion of the blob runs. Without it a deletion that had just
  * deleted the blob's last asset would not see this one, still uncommitted, and its delete of the
  * blob row would fail on the reference; with it, the deletion either sees this asset and keeps
- * the blob, or ends before this inserts, and the blob row is recorded anew. Its bytes are the
- * caller's to check (blobSurvived).
+ * the blob, or ends before this inserts, and the blob row is recorded anew. One statement
+ * (lockedBlobRow). Its bytes are the caller's to check (blobSurvived).
  */
 export async function recordUploadedAsset(db: Db, stored: StoredBlob, a: Omit<NewAsset, 'blobHash'>): Promise<Asset> {
   const id = randomUUID();
-  await underBlobLock(
-    db,
-    stored.hash,
-    db.$executeRaw`
-      WITH ${blobRow(stored)}
-      INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at, created_new)
-      VALUES (${id}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null},
-              ${bytesNewToAccount(a.accountId, stored.hash)})`,
-  );
+  await db.$executeRaw`
+    WITH ${lockedBlobRow(stored, a.accountId)}
+    INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at, created_new)
+    SELECT ${id}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null},
+           new_to_account FROM lock`;
   return db.asset.findUniqueOrThrow({ where: { id } });
 }
 
 /**
- * recordUploadedAsset and blobSurvived in two round trips instead of six, for callers on a
- * latency budget (the router re-hosting a result while its caller waits): one statement takes the
- * blob's lock (so a deletion of the same bytes under way has finished), records the blob row and
- * the asset, and commits; then whether the bytes are still stored. False: as for blobSurvived.
+ * The first steps of a statement that records an asset over stored bytes in one round trip (rather
+ * than a transaction of four: BEGIN, lock, statement, COMMIT): `lock` takes the blob's lock before anything
+ * else the statement does (the steps after it select from it) and gives `new_to_account`, what the
+ * asset's `created_new` says; `blob` records the blob row, unless identical bytes have one. The
+ * question is asked in a snapshot of its own, taken after the lock (blob_lock_new_to_account is
+ * volatile): the statement's snapshot, taken before it waited for the lock, would not see a record
+ * of the same bytes committed meanwhile, and of two records of the same new bytes both would say new.
  */
-export async function recordStoredAsset(db: Db, store: BlobStore, stored: StoredBlob, a: Omit<NewAsset, 'blobHash'>): Promise<boolean> {
-  await db.$executeRaw`
-    WITH lock AS (SELECT pg_advisory_xact_lock(hashtextextended(${stored.hash}, 0))),
+export function lockedBlobRow(stored: StoredBlob, accountId: string): Prisma.Sql {
+  return Prisma.sql`lock AS (SELECT blob_lock_new_to_account(${accountId}::uuid, ${stored.hash}) AS new_to_account),
     blob AS (
       INSERT INTO blobs (hash, size_bytes, storage_key) SELECT ${stored.hash}, ${BigInt(stored.sizeBytes)}, ${stored.storageKey} FROM lock
       ON CONFLICT (hash) DO NOTHING
-    )
-    INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at, created_new)
-    SELECT ${randomUUID()}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null},
-           ${bytesNewToAccount(a.accountId, stored.hash)} FROM lock`;
-  return store.has(stored.hash);
+    )`;
 }
 
 /**
- * Whether the account holds no live record of these bytes: what `created_new` says of a record
- * made now. Asked under the blob's lock, so of two uploads of the same new bytes only the first
- * says so. About the account only: whether anyone else stored the bytes is not its business.
- * (An expired record answers 404 and does not count.)
+ * recordUploadedAsset and blobSurvived in two round trips instead of four, for callers on a
+ * latency budget (the router re-hosting a result while its caller waits): the record (its lock
+ * also lets a deletion of the same bytes under way finish), then whether the bytes are still
+ * stored, without reading the asset back. False: as for blobSurvived.
  */
-export function bytesNewToAccount(accountId: string, hash: string): Prisma.Sql {
-  return Prisma.sql`NOT EXISTS (SELECT 1 FROM assets mine WHERE mine.account_id = ${accountId}::uuid AND mine.blob_hash = ${hash}
-                                AND (mine.expires_at IS NULL OR mine.expires_at > now()))`;
+export async function recordStoredAsset(db: Db, store: BlobStore, stored: StoredBlob, a: Omit<NewAsset, 'blobHash'>): Promise<boolean> {
+  await db.$executeRaw`
+    WITH ${lockedBlobRow(stored, a.accountId)}
+    INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at, created_new)
+    SELECT ${randomUUID()}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null},
+           new_to_account FROM lock`;
+  return store.has(stored.hash);
 }
 
 const TYPES: Record<string, string> = {
@@ -169,8 +147,9 @@ export function validateFilePath(value: string): string | null {
 const PARALLEL_BLOB_DELETES = 4;
 
 // A blob's deletion (its row, then its bytes) holds this lock until both are gone; an upload of
-// the same bytes takes it to record its asset (recordUploadedAsset), and again before checking
-// that they survived (blobSurvived). Per hash, so deletions and uploads of other bytes never wait
+// the same bytes takes it to record its asset (lockedBlobRow, through blob_lock_new_to_account,
+// which hashes the key the same way), and again before checking that they survived
+// (blobSurvived). Per hash, so deletions and uploads of other bytes never wait
 // on each other.
 function lockBlob(db: Pick<Db, '$executeRaw'>, hash: string): Prisma.PrismaPromise<number> {
   return db.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${hash}, 0))`;

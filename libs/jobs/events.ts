@@ -71,6 +71,8 @@ export function compareStreamIds(a: string, b: string): number {
 // event can always find it in the log, which is what makes Last-Event-ID resumption lossless.
 // ARGV[7] set: a status or output event, kept again under the same id in the untrimmed stream.
 // ARGV[8] set: a worker's event, logged only while its run still holds the job's lease (KEYS[4]).
+// ARGV[9] set: the ended job (endedJobText), published on KEYS[5] just before the event, so a
+// subscriber has it when the event arrives.
 const PUBLISH_HELD = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('PUBLISH', KEYS[2], ARGV[2])`;
@@ -83,6 +85,7 @@ if ARGV[7] == '1' then
   redis.call('XADD', KEYS[3], id, 'e', ARGV[2], 'd', ARGV[3])
   redis.call('PEXPIRE', KEYS[3], ARGV[4])
 end
+if ARGV[9] ~= '' then redis.call('PUBLISH', KEYS[5], ARGV[5] .. '\\n' .. ARGV[9]) end
 redis.call('PUBLISH', KEYS[2], id .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[6] .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[3])
 return id`;
 
@@ -96,7 +99,7 @@ export class JobEventLog {
   ) {
     // Defined before any command is sent: an auto-pipeline made earlier would not know them.
     if (!(redis as Redis & { appendJobEvent?: unknown }).appendJobEvent) {
-      redis.defineCommand('appendJobEvent', { numberOfKeys: 4, lua: APPEND });
+      redis.defineCommand('appendJobEvent', { numberOfKeys: 5, lua: APPEND });
       redis.defineCommand('publishIfLeased', { numberOfKeys: 2, lua: PUBLISH_HELD });
     }
   }
@@ -114,12 +117,26 @@ export class JobEventLog {
   append(jobId: string, accountId: string, event: JobEventName, data: unknown): Promise<string>;
   append(jobId: string, accountId: string, event: JobEventName, data: unknown, lease: string): Promise<string | null>;
   async append(jobId: string, accountId: string, event: JobEventName, data: unknown, lease?: string): Promise<string | null> {
+    return this.appendWith(jobId, accountId, event, data, lease ?? '', '');
+  }
+
+  /**
+   * A run's terminal status event (as `append` with its lease), with the job as the run ended it
+   * (`ended`, endedJobText): published to the API replicas only, where a request waiting for the
+   * job's end answers with it instead of reading the job back. The logged event is as ever.
+   */
+  async appendEnded(jobId: string, accountId: string, data: { status: string; queue_position: null }, lease: string, ended: string): Promise<string | null> {
+    return this.appendWith(jobId, accountId, 'status', data, lease, ended);
+  }
+
+  private appendWith(jobId: string, accountId: string, event: JobEventName, data: unknown, lease: string, ended: string): Promise<string | null> {
     const r = this.redis as Redis & { appendJobEvent(...args: (string | number)[]): Promise<string | null> };
     return r.appendJobEvent(
       this.keys.events(jobId),
       this.keys.jobEventsChannel,
       this.keys.keptEvents(jobId),
       this.keys.lease(jobId),
+      this.keys.jobEndedChannel,
       this.maxEvents,
       event,
       JSON.stringify(data),
@@ -127,7 +144,8 @@ export class JobEventLog {
       jobId,
       accountId,
       KEPT_EVENTS.has(event) ? '1' : '0',
-      lease ?? '',
+      lease,
+      ended,
     );
   }
 

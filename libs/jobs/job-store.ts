@@ -5,7 +5,7 @@ import { jobStatusEventsCte } from '#libs/webhooks';
 import { inScope, scopeWhere, type JobScope } from './job-scope.js';
 import type { JobWithOutputs } from './job-view.js';
 import { queuePositions, queuePositionsOf } from './positions.js';
-import { canTransition, jobColumns, jobFromRow, type Outcome, type RunLease } from './state.js';
+import { canTransition, jobColumns, jobColumnsButWorkflows, jobFromRow, type Outcome, type RunLease } from './state.js';
 
 // The one owner of the `jobs` table (and of the queue counts its triggers keep): every statement
 // that reads or writes jobs is a method here, whichever process runs it (API, worker, webhooks).
@@ -325,13 +325,14 @@ export class JobStore {
         updated_at = now()
       WHERE id = ${jobId}::uuid AND status = 'queued'
         AND (attempts > 0 OR queue_deadline_at IS NULL OR queue_deadline_at > now())
-      RETURNING ${jobColumns()}, (attempts = 1) AS first_start, workflow::text AS workflow_text, submitted_workflow::text AS submitted_text
+      RETURNING ${jobColumnsButWorkflows()}, (attempts = 1) AS first_start, workflow::text AS workflow_text, submitted_workflow::text AS submitted_text
       ), ${jobStatusEventsCte(Prisma.sql`claimed`)}
       SELECT * FROM claimed`;
     const row = rows[0];
     if (!row) return null;
     const { first_start: firstStart, workflow_text: workflowText, submitted_text: submittedText, ...job } = row;
-    // Read again from their text: integers beyond 2^53 (seeds) reach the engine with every digit.
+    // Read from their text only (not as jsonb too: a real workflow is tens of kilobytes): integers
+    // beyond 2^53 (seeds) reach the engine with every digit.
     return { job: { ...jobFromRow(job), workflow: parseLosslessJson(workflowText) as Prisma.JsonValue, submittedWorkflow: submittedText === null ? null : (parseLosslessJson(submittedText) as Prisma.JsonValue) }, firstStart };
   }
 

@@ -86,3 +86,70 @@ export async function renderJob(job: JobWithOutputs, queuePosition: number | nul
     deadline_at: job.deadlineAt?.toISOString() ?? null,
   };
 }
+
+/** An output as the run that stored it knows it: what renderOutput shows. */
+export interface EndedOutput {
+  assetId: string;
+  nodeId: string;
+  name: string;
+  type: string;
+  hash: string;
+  contentType: string;
+  sizeBytes: number;
+}
+
+// More outputs than this and the waiting request reads the job back: the message stays small.
+const MAX_ENDED_OUTPUTS = 100;
+
+/**
+ * A job that has just ended, as the run that ended it knows it (the row its ending statement
+ * returned, and the outputs it recorded, in their order; their assets expire with the job), in
+ * the fields renderJob shows. Published with the terminal status (JobEventLog.appendEnded) so that
+ * a request waiting for it (`Prefer: wait`) answers without reading the job back. Null when the
+ * run cannot give it whole (too many outputs): the request then reads it back.
+ */
+export function endedJobText(job: Job, outputs: EndedOutput[]): string | null {
+  if (outputs.length > MAX_ENDED_OUTPUTS) return null;
+  return JSON.stringify({
+    id: job.id,
+    accountId: job.accountId,
+    status: job.status,
+    createdAt: job.createdAt,
+    startedAt: job.startedAt,
+    completedAt: job.completedAt,
+    expiresAt: job.expiresAt,
+    deadlineAt: job.deadlineAt,
+    progress: progressOf(job),
+    error: job.error,
+    queueMs: job.queueMs,
+    executionMs: job.executionMs,
+    outputs: outputs.map((o) => [o.assetId, o.nodeId, o.name, o.type, o.hash, o.contentType, o.sizeBytes]),
+  });
+}
+
+/** The job endedJobText describes, in the shape renderJob takes; null for text it did not write. */
+export function jobFromEndedText(text: string): JobWithOutputs | null {
+  try {
+    const j = JSON.parse(text) as Record<string, unknown> & { outputs: [string, string, string, string, string, string, number][] };
+    const date = (v: unknown) => (typeof v === 'string' ? new Date(v) : null);
+    const expiresAt = date(j.expiresAt);
+    return {
+      ...j,
+      createdAt: date(j.createdAt),
+      startedAt: date(j.startedAt),
+      completedAt: date(j.completedAt),
+      expiresAt,
+      deadlineAt: date(j.deadlineAt),
+      outputs: j.outputs.map(([assetId, nodeId, name, type, hash, contentType, sizeBytes]) => ({
+        jobId: j.id,
+        assetId,
+        nodeId,
+        name,
+        type,
+        asset: { blobHash: hash, contentType, expiresAt, blob: { sizeBytes: BigInt(sizeBytes) } },
+      })),
+    } as unknown as JobWithOutputs;
+  } catch {
+    return null;
+  }
+}

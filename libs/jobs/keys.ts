@@ -14,6 +14,8 @@ export interface JobKeys {
   /** Which attempt of the job may still report: `<worker id>/<attempt>` (see `RunLease`). */
   lease(jobId: string): string;
   jobEventsChannel: string;
+  /** A job's rendering as its run ended it, published just before its terminal status (JobEventLog.appendEnded). */
+  jobEndedChannel: string;
   accountChannel: string;
   cancelChannel: string;
   workers: string;
@@ -36,6 +38,7 @@ export function jobKeys(prefix: string): JobKeys {
     cancelFlag: (jobId) => `${prefix}:job:${jobId}:cancel`,
     lease: (jobId) => `${prefix}:job:${jobId}:lease`,
     jobEventsChannel: `${prefix}:ev:job`,
+    jobEndedChannel: `${prefix}:ev:ended`,
     accountChannel: `${prefix}:ev:acct`,
     cancelChannel: `${prefix}:cancel`,
     workers: `${prefix}:workers`,

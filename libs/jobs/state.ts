@@ -70,6 +70,13 @@ export function jobColumns(alias = ''): Prisma.Sql {
   return list;
 }
 
+const BUT_WORKFLOWS = Prisma.raw(JOB_COLUMNS.filter((c) => c !== 'workflow' && c !== 'submitted_workflow').map((c) => `"${c}"`).join(', '));
+
+/** The `jobs` columns but the two workflows, for a statement that reads those as text (every digit of big integers kept). */
+export function jobColumnsButWorkflows(): Prisma.Sql {
+  return BUT_WORKFLOWS;
+}
+
 // Column name to field name, remembered: every row of every batch has the same few dozen columns.
 const fieldNames = new Map<string, string>();
 

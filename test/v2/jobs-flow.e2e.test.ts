@@ -129,6 +129,11 @@ describe('v2 jobs from submission to download', () => {
     expect(res.headers.get('preference-applied')).toBe('wait=20');
     expect(res.body.status).toBe('succeeded');
     expect(res.body.outputs).toHaveLength(1);
+    // Answered from the job as its run ended it, not read back: the same Job a GET reads, but for
+    // the links, signed afresh.
+    const got = await follow(res.body.urls.self, { headers: bearer(alice.key) });
+    const unsigned = (job: { outputs: Record<string, unknown>[] }) => ({ ...job, outputs: job.outputs.map(({ url: _u, url_expires_at: _e, ...o }) => o) });
+    expect(unsigned(res.body)).toEqual(unsigned(got.body));
     const quick = await submit({ workflow: tinyImage(4) });
     expect(quick.body.status).toBe('queued');
     // A wait longer than the cap, in however many digits, is the cap.

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Job } from '#libs/db';
 import { EngineValidationError, pythonJsonDumps, type EngineMessage } from '#libs/engine-protocol';
-import { expiryError, isOwnDeadline, leaseToken, type Outcome, type RunLease } from '#libs/jobs';
+import { endedJobText, expiryError, isOwnDeadline, leaseToken, type EndedOutput, type Outcome, type RunLease } from '#libs/jobs';
 import type { Log } from '#libs/logging';
 import { jobExecutionObserved } from '#libs/metrics';
 import type { ProgressView } from '#libs/contracts';
@@ -70,6 +70,11 @@ export class JobRun {
   private readonly log: Log;
   /** Set once the engine context exists: before that a cancel or a stop has nothing to act on (the Redis flag is polled from then on). */
   private control: { cancel: (reason: 'cancel' | 'expired') => void; shutdown: () => void } | null = null;
+  /**
+   * Every output of the job as this run recorded them, once the run knows it has them all (no
+   * output step failed, none recorded by an earlier attempt): sent with the terminal status.
+   */
+  private recordedOutputs: EndedOutput[] | null = null;
   /** The history messages v1 clients were sent, stored with the ending (v1 history). */
   private runMessages: () => Array<[string, unknown]> = () => [];
 
@@ -135,10 +140,12 @@ export class JobRun {
     const jobLog = this.log;
     const staged = inputs.workflow;
     const tenant = new TenantView(inputs.tenantNames, inputs.folder);
-    // Saved images carry the workflow the tenant sent, not the one the engine ran (staged names, cache scope).
-    const promptText = pythonJsonDumps(job.submittedWorkflow ?? job.workflow);
+    // Saved images carry the workflow the tenant sent, not the one the engine ran (staged names,
+    // cache scope). Written out for the first image only: the prompt does not wait for it.
+    let promptText: string | null = null;
     const tenantBytes = (name: string, bytes: Readable): Readable => {
       if (!name.toLowerCase().endsWith('.png')) return bytes;
+      promptText ??= pythonJsonDumps(job.submittedWorkflow ?? job.workflow);
       const rewriter = new PngPromptRewriter(promptText);
       bytes.on('error', (err) => rewriter.destroy(err));
       return bytes.pipe(rewriter);
@@ -146,10 +153,12 @@ export class JobRun {
     const outputs = new OutputStore(db, store, engine, events, jobLog, lease, tenantBytes);
     const stored: StoredOutput[] = [];
     let outputFailure: Error | null = null;
+    let outputStepFailed = false;
     // Outputs are stored, and v1 messages forwarded, strictly in the engine's order.
     let chain: Promise<void> = Promise.resolve();
     const enqueue = (step: () => Promise<void>) => {
       chain = chain.then(step).catch((err: unknown) => {
+        outputStepFailed = true;
         if (err instanceof OutputStoreError) outputFailure = err;
         else jobLog('warn', 'output step failed', { err: (err as Error).message });
       });
@@ -333,6 +342,7 @@ export class JobRun {
       await jobs.extendRunDeadline(job.id, STORING_ALLOWANCE_SECONDS, lease).catch((err: Error) => jobLog('warn', 'run deadline not extended for storing outputs', { err: err.message }));
     }
     await chain;
+    if (!outputStepFailed && stored.every((s) => s.recorded)) this.recordedOutputs = stored.map((s) => s.recorded!);
     const captured = ctx.log.result();
     const log = captured && { ...captured, text: tenant.text(captured.text) };
     if (handBackReason) return { handBack: handBackReason, engineMs };
@@ -382,6 +392,11 @@ export class JobRun {
       this.tookOver();
       return;
     }
+    // The status first: clients wait on it. With it, the job as it ended, when this run knows all
+    // its outputs (a first attempt's: a later one may not see those of the attempts before it).
+    const ended = this.recordedOutputs && lease.attempt === 1 ? endedJobText(done, this.recordedOutputs) : null;
+    if (ended) await this.d.events.appendEnded(job.id, job.accountId, { status: done.status, queue_position: null }, this.token, ended);
+    else await this.status(done.status);
     jobExecutionObserved(done.status, (done.executionMs ?? 0) / 1000);
     const error = ending.outcome.error;
     this.log(done.status === 'succeeded' || done.status === 'canceled' ? 'info' : 'warn', 'job finished', {
@@ -389,7 +404,6 @@ export class JobRun {
       execution_ms: done.executionMs,
       ...(error ? { error_code: error.code } : {}),
     });
-    await this.status(done.status);
     await this.d.redis.del(this.d.keys.lease(job.id));
     // After the status: clients wait on that, nobody waits on this.
     await this.d.vault.delete(job.id);

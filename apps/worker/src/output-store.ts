@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { blobRow, bytesNewToAccount, discardUnrecordedBytes, underBlobLock } from '#libs/assets';
+import { discardUnrecordedBytes, lockedBlobRow } from '#libs/assets';
 import { Prisma, type Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
-import { leaseHeld, leaseToken, type JobEventLog, type RunLease } from '#libs/jobs';
+import { leaseHeld, leaseToken, type EndedOutput, type JobEventLog, type RunLease } from '#libs/jobs';
 import { outputBytesObserved } from '#libs/metrics';
 import { outputEventsCte } from '#libs/webhooks';
 import type { BlobStore, StoredBlob } from '#libs/storage';
@@ -17,6 +17,8 @@ export interface StoredOutput {
   type: string;
   /** Where v1 clients find it through /api/view. */
   v1Ref: { filename: string; subfolder: string; type: string };
+  /** The output as this run recorded it; null when an earlier attempt of the job had. */
+  recorded: EndedOutput | null;
 }
 
 // With the backoff below, a store that is away for up to about ten seconds costs no output.
@@ -55,7 +57,7 @@ export class OutputStore {
         : null;
     const engineType = output.kind === 'file' ? output.ref.type : 'output';
     const v1Ref = { filename: name, subfolder: job.id, type: engineType };
-    if (existing) return { assetId: existing.assetId, nodeId, name, type: existing.type, v1Ref };
+    if (existing) return { assetId: existing.assetId, nodeId, name, type: existing.type, v1Ref, recorded: null };
 
     let reportedType: string | null = null;
     const putBytes = async (): Promise<StoredBlob> => {
@@ -94,24 +96,21 @@ export class OutputStore {
 
     const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : output.kind === 'bytes' ? output.contentType : contentTypeFor(name, reportedType);
     const type = outputType(output.key, name, contentType);
-    // Blob, asset and job output in one statement: all three exist, or none does. Under the blob's
-    // lock: a deletion of the same bytes' last record then cannot fail on this reference.
+    // Blob, asset and job output in one statement and one round trip: all three exist, or none
+    // does. Under the blob's lock (its first step): a deletion of the same bytes' last record then
+    // cannot fail on this reference.
     const assetId = randomUUID();
     // A job's outputs never change once it has ended, nor after another worker took it over: the
     // records are written only while this run's claim still holds the job.
-    const recorded = await underBlobLock(
-      this.db,
-      stored.hash,
-      this.db.$executeRaw`
-      WITH ${blobRow(stored)}, held AS (${leaseHeld(job.id, this.lease)}), asset AS (
+    const recorded = await this.db.$executeRaw`
+      WITH ${lockedBlobRow(stored, job.accountId)}, held AS (${leaseHeld(job.id, this.lease)}), asset AS (
         INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at, created_new)
-        SELECT ${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt},
-               ${bytesNewToAccount(job.accountId, stored.hash)} FROM held
+        SELECT ${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt}, lock.new_to_account
+        FROM lock, held
         RETURNING id
       ), ${outputEventsCte(Prisma.sql`asset`, job.accountId, job.id)}
       INSERT INTO job_outputs (job_id, asset_id, node_id, type, engine_key, engine_type, name)
-      SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`,
-    );
+      SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`;
     if (recorded === 0) {
       // Bytes this run stored and nobody records are removed again (those of others stay).
       if (stored.created) await discardUnrecordedBytes(this.db, this.store, stored.hash).catch(() => undefined);
@@ -141,6 +140,6 @@ export class OutputStore {
       hash: `blake3:${stored.hash}`,
       job_id: job.id,
     }, leaseToken(this.lease)).catch((err: Error) => this.log('warn', 'output event not recorded', { err: err.message, asset_id: assetId }));
-    return { assetId: asset.id, nodeId, name, type, v1Ref };
+    return { assetId: asset.id, nodeId, name, type, v1Ref, recorded: { assetId: asset.id, nodeId, name, type, hash: stored.hash, contentType, sizeBytes: stored.sizeBytes } };
   }
 }

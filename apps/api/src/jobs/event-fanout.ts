@@ -6,6 +6,7 @@ import { CONFIG } from '../core/tokens.js';
 
 type JobListener = (event: PublishedJobEvent) => void;
 type AccountListener = (message: AccountMessage) => void;
+type EndedListener = (text: string) => void;
 
 /**
  * One Redis subscription per API replica, fanned out in memory to every event stream and
@@ -17,6 +18,7 @@ export class EventFanout implements OnModuleInit, OnApplicationShutdown {
   private readonly byJob = new Map<string, Set<JobListener>>();
   private readonly byAccount = new Map<string, Set<AccountListener>>();
   private readonly jobsByAccount = new Map<string, Set<JobListener>>();
+  private readonly endedByJob = new Map<string, Set<EndedListener>>();
   private readonly keys;
 
   constructor(@Inject(CONFIG) config: Config) {
@@ -30,6 +32,9 @@ export class EventFanout implements OnModuleInit, OnApplicationShutdown {
           for (const l of this.byJob.get(event.jobId) ?? []) l(event);
           for (const l of this.jobsByAccount.get(event.accountId) ?? []) l(event);
         }
+      } else if (channel === this.keys.jobEndedChannel) {
+        const cut = message.indexOf('\n');
+        if (cut > 0) for (const l of this.endedByJob.get(message.slice(0, cut)) ?? []) l(message.slice(cut + 1));
       } else if (channel === this.keys.accountChannel) {
         let parsed: AccountMessage;
         try {
@@ -44,7 +49,7 @@ export class EventFanout implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     await this.subscriber.connect().catch(() => undefined);
-    await this.subscriber.subscribe(this.keys.jobEventsChannel, this.keys.accountChannel).catch(() => undefined);
+    await this.subscriber.subscribe(this.keys.jobEventsChannel, this.keys.accountChannel, this.keys.jobEndedChannel).catch(() => undefined);
   }
 
   // Closed only once the HTTP server has drained: requests in flight during a stop still use it.
@@ -54,6 +59,11 @@ export class EventFanout implements OnModuleInit, OnApplicationShutdown {
 
   onJob(jobId: string, listener: JobListener): () => void {
     return add(this.byJob, jobId, listener);
+  }
+
+  /** The job as its run ended it (endedJobText), which arrives just before its terminal status event. */
+  onJobEnded(jobId: string, listener: EndedListener): () => void {
+    return add(this.endedByJob, jobId, listener);
   }
 
   onAccount(accountId: string, listener: AccountListener): () => void {

@@ -100,18 +100,21 @@ export class JobViews {
 
   /**
    * A job this request has just created: as inserted (it has no outputs yet), or as it stands now
-   * when the response waited (`readBack`). From here on the job exists, so a failed read answers
-   * the job as inserted and an uncounted queue position as null, never an error: a client retrying
-   * without an Idempotency-Key would create a second job.
+   * when the response waited (`readBack`): as its run ended it (`ended`, sent with its terminal
+   * status), else read back. From here on the job exists, so a failed read answers the job as
+   * inserted and an uncounted queue position as null, never an error: a client retrying without an
+   * Idempotency-Key would create a second job.
    */
-  async renderCreated(job: Job, request: FastifyRequest, readBack: boolean): Promise<JobView> {
+  async renderCreated(job: Job, request: FastifyRequest, readBack: boolean, ended: JobWithOutputs | null = null): Promise<JobView> {
     const inserted: JobWithOutputs = { ...job, outputs: [] };
-    const current = readBack
-      ? await this.find(job.accountId, job.id).catch((err: Error) => {
-          this.logger.warn(`new job ${job.id} not read back, answered as inserted: ${err.message}`);
-          return inserted;
-        })
-      : inserted;
+    const current =
+      ended ??
+      (readBack
+        ? await this.find(job.accountId, job.id).catch((err: Error) => {
+            this.logger.warn(`new job ${job.id} not read back, answered as inserted: ${err.message}`);
+            return inserted;
+          })
+        : inserted);
     const positions = current.status === 'queued' ? await this.newJobPositions(current) : new Map<string, number>();
     return this.renderOne(current, positions, request);
   }

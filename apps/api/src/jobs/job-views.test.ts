@@ -60,6 +60,12 @@ describe('JobViews.renderCreated', () => {
     expect(counted).toBe(0);
   });
 
+  it('after a wait, answers the job as its run ended it without reading it back', async () => {
+    const ended = { ...inserted, status: 'succeeded', completedAt: new Date('2026-11-22T10:00:01Z'), outputs: [] } as unknown as JobWithOutputs;
+    const view = await views({ of: down }, { fails: down }).renderCreated(inserted, request, true, ended);
+    expect(view).toMatchObject({ id: inserted.id, status: 'succeeded', queue_position: null, completed_at: '2026-11-22T10:00:01.000Z' });
+  });
+
   it('after a wait, answers the job as inserted when it cannot be read back', async () => {
     const view = await views({ of: async () => new Map([[inserted.id, 0]]) }, { fails: down }).renderCreated(inserted, request, true);
     expect(view).toMatchObject({ id: inserted.id, status: 'queued', queue_position: 0 });

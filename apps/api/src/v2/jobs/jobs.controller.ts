@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '#libs/config';
 import { ApiError, CancelAfterSchema, IdempotencyKeySchema, isTerminal, PreferWaitSchema, type JobView } from '#libs/contracts';
 import type { Account, Deployment } from '#libs/db';
-import { JobStore } from '#libs/jobs';
+import { jobFromEndedText, JobStore, type JobWithOutputs } from '#libs/jobs';
 import { toV2NodeErrors } from '#libs/workflow';
 import { BearerAuthGuard, CurrentAccount } from '../../auth/index.js';
 import { Draining } from '../../core/draining.js';
@@ -21,6 +21,11 @@ import { nextCursor, parseJobListQuery } from './job-list.js';
 import { parseSubmitBody } from './submit-body.js';
 import { parseV2Input } from '../parse-input.js';
 import { envelopeErrors, RendersErrors } from '../../http/error-renderer.js';
+
+// How long a request waiting for its job's end (`Prefer: wait`) trusts the job's events alone
+// before it also reads the job once (see waitForEnd).
+const MISSED_END_CHECK_MS = 100;
+
 @RendersErrors(envelopeErrors)
 @Controller()
 @UseGuards(BearerAuthGuard, RateLimitGuard, DeploymentScopeGuard)
@@ -64,37 +69,53 @@ export class JobsController {
       }
       throw err;
     }
+    let ended: JobWithOutputs | null = null;
     if (wait !== undefined) {
-      await this.waitForEnd(job.id, job.status, wait * 1000);
+      ended = await this.waitForEnd(job.id, job.status, wait * 1000);
       reply.header('preference-applied', `wait=${wait}`);
     }
     reply.status(201);
-    return this.views.renderCreated(job, request, wait !== undefined);
+    return this.views.renderCreated(job, request, wait !== undefined, ended);
   }
 
   /**
    * Holds the response until the job ends or the time passes, whichever comes first. A replica
-   * that is stopping answers at once: the job as it stands, which the client then polls.
+   * that is stopping answers at once: the job as it stands, which the client then polls. Resolves
+   * with the job as its run ended it when that came with the terminal status (no read-back then).
    */
-  private async waitForEnd(jobId: string, status: string, ms: number): Promise<void> {
-    if (isTerminal(status) || ms <= 0 || this.stopping.draining) return;
-    await new Promise<void>((resolve) => {
+  private async waitForEnd(jobId: string, status: string, ms: number): Promise<JobWithOutputs | null> {
+    if (isTerminal(status) || ms <= 0 || this.stopping.draining) return null;
+    return new Promise<JobWithOutputs | null>((resolve) => {
+      let endedText: string | null = null;
+      const stopEnded = this.fanout.onJobEnded(jobId, (text) => (endedText = text));
       const timer = setTimeout(done, ms);
       const stop = this.fanout.onJob(jobId, (e) => {
-        if (e.event === 'status' && isTerminal((JSON.parse(e.data) as { status: string }).status)) done();
+        if (e.event !== 'status') return;
+        const ended = (JSON.parse(e.data) as { status: string }).status;
+        if (!isTerminal(ended)) return;
+        const job = endedText === null ? null : jobFromEndedText(endedText);
+        done(job?.id === jobId && job.status === ended ? job : null);
       });
       const undrain = this.stopping.onDraining(done);
-      // The job may have ended between submission and subscription. If this read fails, the wait
-      // still ends with the job's event or the time; it must not reject unhandled (that stops the process).
-      void this.jobs
-        .get(jobId)
-        .then((j) => j && isTerminal(j.status) && done())
-        .catch(() => undefined);
-      function done() {
+      // The job may have ended between submission and subscription: looked at once, if it has not
+      // ended a moment later. Most jobs a client waits for end sooner, and this read would compete
+      // with their dispatch for the database. If it fails, the wait still ends with the job's
+      // event or the time; it must not reject unhandled (that stops the process).
+      const missed = setTimeout(
+        () =>
+          void this.jobs
+            .get(jobId)
+            .then((j) => j && isTerminal(j.status) && done())
+            .catch(() => undefined),
+        MISSED_END_CHECK_MS,
+      );
+      function done(job: JobWithOutputs | null = null) {
         clearTimeout(timer);
+        clearTimeout(missed);
         stop();
+        stopEnded();
         undrain();
-        resolve();
+        resolve(job);
       }
     });
   }
