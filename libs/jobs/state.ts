@@ -70,6 +70,32 @@ export function jobColumns(alias = ''): Prisma.Sql {
   return list;
 }
 
+// What a new job's insert returns: every column but the two workflows, which the caller has (so
+// PostgreSQL does not write them out again, nor the API parse them back).
+const INSERTED_COLUMNS = Prisma.raw(
+  JOB_COLUMNS.filter((column) => column !== 'workflow' && column !== 'submitted_workflow')
+    .map((column) => `"${column}"`)
+    .join(', '),
+);
+
+/** The `jobs` columns an insert returns (see `insertedJob`). */
+export function insertedJobColumns(): Prisma.Sql {
+  return INSERTED_COLUMNS;
+}
+
+/**
+ * A job as inserted, from the row `insertedJobColumns` returned through `queryRows` (int8 as text)
+ * and the workflows it was inserted with.
+ */
+export function insertedJob(row: Record<string, unknown>, workflow: unknown, submittedWorkflow: unknown): Job {
+  const job = jobFromRow(row) as Job & Record<string, unknown>;
+  job.number = BigInt(job.number as unknown as string);
+  if (job.chargedCredits !== null) job.chargedCredits = BigInt(job.chargedCredits as unknown as string);
+  job.workflow = workflow as Job['workflow'];
+  job.submittedWorkflow = (submittedWorkflow ?? null) as Job['submittedWorkflow'];
+  return job;
+}
+
 // Column name to field name, remembered: every row of every batch has the same few dozen columns.
 const fieldNames = new Map<string, string>();
 
