@@ -1,4 +1,4 @@
-import type { Db } from '#libs/db';
+import type { Db, Job } from '#libs/db';
 import { storeOf, type InsertResult, type JobStore, type NewJobRow } from './job-store.js';
 
 export type { InsertResult, NewJobRow };
@@ -24,7 +24,15 @@ export class InsertBatcher {
 
   private readonly jobs: JobStore;
 
-  constructor(jobs: JobStore | Db) {
+  /**
+   * `created`: called once per statement with the jobs it created, before their submissions go on,
+   * for the work that follows every new job and is cheaper done for all at once (their `queued`
+   * events, a dispatcher kick).
+   */
+  constructor(
+    jobs: JobStore | Db,
+    private readonly created: (jobs: Job[]) => void = () => undefined,
+  ) {
     this.jobs = storeOf(jobs);
   }
 
@@ -57,7 +65,16 @@ export class InsertBatcher {
     }
   }
 
-  private run(rows: NewJobRow[]): Promise<InsertResult[]> {
-    return this.jobs.insertMany(rows);
+  private async run(rows: NewJobRow[]): Promise<InsertResult[]> {
+    const results = await this.jobs.insertMany(rows);
+    const jobs = results.flatMap((r) => (r.kind === 'created' ? [r.job] : []));
+    if (jobs.length > 0) {
+      try {
+        this.created(jobs);
+      } catch {
+        // What follows a job's creation never takes back its answer: the jobs exist.
+      }
+    }
+    return results;
   }
 }
