@@ -1,5 +1,5 @@
 import type { Job } from '#libs/db';
-import { InsertBatcher, type InsertResult, type NewJobRow } from './insert-batcher.js';
+import { InsertBatcher, MAX_IN_FLIGHT, type InsertResult, type NewJobRow } from './insert-batcher.js';
 import { JobStore } from './job-store.js';
 
 /** A store whose statements end when the test says so, and which records every one it was sent. */
@@ -50,29 +50,31 @@ const row = (id: string): NewJobRow => ({
 });
 
 describe('InsertBatcher', () => {
-  it('inserts the rows of one turn together, at most two statements at once, and the rows that wait go in one', async () => {
+  it('inserts the rows of one turn together, at most MAX_IN_FLIGHT statements at once, and the rows that wait go in one', async () => {
     const { store, statements, running, end } = fakeStore();
     const created: string[][] = [];
     const batcher = new InsertBatcher(store, (jobs) => created.push(jobs.map((j) => j.id)));
     const answers = [batcher.insert(row('a')), batcher.insert(row('b'))];
     await turn();
-    answers.push(batcher.insert(row('c')));
-    await turn();
-    // Two statements run; what comes meanwhile waits for one of them to end.
+    const alone = Array.from({ length: MAX_IN_FLIGHT - 1 }, (_, i) => `c${i}`);
+    for (const id of alone) {
+      answers.push(batcher.insert(row(id)));
+      await turn();
+    }
+    // The limit runs; what comes meanwhile waits for one of them to end.
     for (const id of ['d', 'e', 'full-f']) answers.push(batcher.insert(row(id)));
     await turn();
     await turn();
-    expect(statements).toEqual([['a', 'b'], ['c']]);
-    expect(running()).toBe(2);
+    expect(statements).toEqual([['a', 'b'], ...alone.map((id) => [id])]);
+    expect(running()).toBe(MAX_IN_FLIGHT);
     await end();
-    expect(statements).toEqual([['a', 'b'], ['c'], ['d', 'e', 'full-f']]);
-    await end();
-    await end();
+    expect(statements).toEqual([['a', 'b'], ...alone.map((id) => [id]), ['d', 'e', 'full-f']]);
+    for (let i = 0; i < MAX_IN_FLIGHT; i++) await end();
     const results = await Promise.all(answers);
-    expect(results.map((r) => r.kind)).toEqual(['created', 'created', 'created', 'created', 'created', 'queue_full']);
-    expect(results.map((r) => (r.kind === 'created' ? r.job.id : null))).toEqual(['a', 'b', 'c', 'd', 'e', null]);
+    expect(results.map((r) => r.kind)).toEqual([...Array(2 + alone.length + 2).fill('created'), 'queue_full']);
+    expect(results.map((r) => (r.kind === 'created' ? r.job.id : null))).toEqual(['a', 'b', ...alone, 'd', 'e', null]);
     // The jobs each statement created, once per statement, before their submissions go on.
-    expect(created).toEqual([['a', 'b'], ['c'], ['d', 'e']]);
+    expect(created).toEqual([['a', 'b'], ...alone.map((id) => [id]), ['d', 'e']]);
   });
 
   it('retries a statement that failed as a whole row by row, and fails a lone row', async () => {

@@ -6,9 +6,10 @@ export type { InsertResult, NewJobRow };
 const MAX_BATCH = 200;
 // Statements in flight at once. Batches of one account wait for each other anyway (each locks the
 // account's queue counts until it commits), so more in flight only splits the same rows into
-// smaller statements: PostgreSQL's cost is mostly per statement and commit, not per row. Two keep
-// one statement committing while the next is on its way.
-const MAX_IN_FLIGHT = 2;
+// smaller statements: PostgreSQL's cost is mostly per statement and commit, not per row. At 64
+// clients on 2 cores, 2, 4 and 8 gave the same CPU per submission (less than the pool's 20) and 4
+// the steadiest p99.
+export const MAX_IN_FLIGHT = 4;
 
 interface Pending {
   row: NewJobRow;
