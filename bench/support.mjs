@@ -51,8 +51,13 @@ export function admin(env, ...args) {
 const running = new Set();
 process.on('exit', () => running.forEach((child) => child.kill('SIGKILL')));
 
+// BENCH_API_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", adds Node options to the API
+// processes a bench starts (a profile is written when the API stops).
+const apiNodeArgs = (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean);
+
 export function start(entry, env, readyMessage = 'listening') {
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, `${ROOT}dist/${entry}`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const extra = entry === 'apps/api/src/main.js' ? apiNodeArgs : [];
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...extra, `${ROOT}dist/${entry}`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   child.once('exit', () => running.delete(child));
   return new Promise((resolve, reject) => {

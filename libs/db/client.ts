@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaClient } from './generated/client.js';
+import pg from 'pg';
+import { PrismaClient, type Prisma } from './generated/client.js';
 
 export type Db = PrismaClient;
 
@@ -37,11 +38,34 @@ export interface DbOptions {
   preparedStatements?: boolean;
 }
 
+/** The pool under a client made by createPrismaClient, and how its statements are named. */
+const direct = new WeakMap<object, { pool: pg.Pool; name: ((query: { sql: string }) => string) | null }>();
+
 /** Prisma over node-postgres: the query compiler runs in WebAssembly, so no engine binary is needed. */
 export function createPrismaClient(databaseUrl: string, poolSize = 10, options: DbOptions = {}): Db {
-  const adapter = new PrismaPg(
-    { connectionString: databaseUrl, max: poolSize, connectionTimeoutMillis: 5_000 },
-    options.preparedStatements === false ? {} : { statementNameGenerator: statementNamer() },
-  );
-  return new PrismaClient({ adapter });
+  // The pool is made here rather than by the adapter so that `queryRows` can use it too.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize, connectionTimeoutMillis: 5_000 });
+  // An idle connection that fails is dropped by the pool; the adapter adds its own listener only
+  // once Prisma first connects, and a direct statement may come before that.
+  pool.on('error', () => undefined);
+  const name = options.preparedStatements === false ? null : statementNamer();
+  const adapter = new PrismaPg(pool, { disposeExternalPool: true, ...(name ? { statementNameGenerator: name } : {}) });
+  const db = new PrismaClient({ adapter });
+  direct.set(db, { pool, name });
+  return db;
+}
+
+/**
+ * Runs a raw statement straight on the client's node-postgres pool (named and prepared as Prisma's
+ * own statements are), for the few statements on the submission path: Prisma's handling of a raw
+ * query (its interpreter, tracing wrappers, per-cell conversion of the result) cost more API time
+ * than the statement's round trip. Rows come as node-postgres parses them: timestamps as Date,
+ * json as parsed values, int8 and numeric as text (the caller converts). A client made otherwise
+ * goes through `$queryRaw`, whose rows the caller must then take the same way.
+ */
+export async function queryRows<T>(db: Db, query: Prisma.Sql): Promise<T[]> {
+  const own = direct.get(db);
+  if (!own) return db.$queryRaw<T[]>(query);
+  const result = await own.pool.query<T & pg.QueryResultRow>({ name: own.name?.({ sql: query.text }) || undefined, text: query.text, values: query.values as unknown[] });
+  return result.rows;
 }

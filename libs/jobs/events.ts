@@ -89,6 +89,25 @@ if ARGV[9] ~= '' then redis.call('PUBLISH', KEYS[5], ARGV[5] .. '\\n' .. ARGV[9]
 redis.call('PUBLISH', KEYS[2], id .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[6] .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[3])
 return id`;
 
+// APPEND for several jobs in one call (a submission batch's `queued`): the same entries, ids and
+// messages, at the cost of one command. KEYS: the channel, then each job's log and kept stream.
+// ARGV: max events, event, data, retention ms, kept ('1'/'0'), then each job's id and account id.
+const APPEND_TO_MANY = `
+local n = (#KEYS - 1) / 2
+local ids = {}
+for i = 1, n do
+  local log, kept = KEYS[2 * i], KEYS[2 * i + 1]
+  local id = redis.call('XADD', log, 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[2], 'd', ARGV[3])
+  redis.call('PEXPIRE', log, ARGV[4])
+  if ARGV[5] == '1' then
+    redis.call('XADD', kept, id, 'e', ARGV[2], 'd', ARGV[3])
+    redis.call('PEXPIRE', kept, ARGV[4])
+  end
+  redis.call('PUBLISH', KEYS[1], id .. '\\n' .. ARGV[4 + 2 * i] .. '\\n' .. ARGV[5 + 2 * i] .. '\\n' .. ARGV[2] .. '\\n' .. ARGV[3])
+  ids[i] = id
+end
+return ids`;
+
 /** The per-job event log (a Redis stream) with live fan-out to every API replica over pub/sub. */
 export class JobEventLog {
   constructor(
@@ -101,6 +120,7 @@ export class JobEventLog {
     if (!(redis as Redis & { appendJobEvent?: unknown }).appendJobEvent) {
       redis.defineCommand('appendJobEvent', { numberOfKeys: 5, lua: APPEND });
       redis.defineCommand('publishIfLeased', { numberOfKeys: 2, lua: PUBLISH_HELD });
+      redis.defineCommand('appendJobEvents', { lua: APPEND_TO_MANY });
     }
   }
 
@@ -147,6 +167,18 @@ export class JobEventLog {
       lease,
       ended,
     );
+  }
+
+  /**
+   * Logs and publishes the same event for several jobs in one command, as `append` would one by
+   * one (no lease: the API's events); their ids, in order.
+   */
+  async appendToMany(jobs: Array<{ jobId: string; accountId: string }>, event: JobEventName, data: unknown): Promise<string[]> {
+    if (jobs.length === 0) return [];
+    const r = this.redis as Redis & { appendJobEvents(...args: (string | number)[]): Promise<string[]> };
+    const keys = jobs.flatMap(({ jobId }) => [this.keys.events(jobId), this.keys.keptEvents(jobId)]);
+    const perJob = jobs.flatMap(({ jobId, accountId }) => [jobId, accountId]);
+    return r.appendJobEvents(keys.length + 1, this.keys.jobEventsChannel, ...keys, this.maxEvents, event, JSON.stringify(data), this.retentionMs, KEPT_EVENTS.has(event) ? '1' : '0', ...perJob);
   }
 
   /** Whether the job's log has issued `id`: it is no later than the log's newest entry. */

@@ -1,11 +1,11 @@
 import { CHARGE_REASONS, chargeCtes } from '#libs/accounts';
 import { parseLosslessJson, TERMINAL_STATUSES } from '#libs/contracts';
-import { Prisma, type Db, type Job, type JobStatus } from '#libs/db';
+import { Prisma, queryRows, type Db, type Job, type JobStatus } from '#libs/db';
 import { jobStatusEventsCte } from '#libs/webhooks';
 import { inScope, scopeWhere, type JobScope } from './job-scope.js';
 import type { JobWithOutputs } from './job-view.js';
 import { queuePositions, queuePositionsOf } from './positions.js';
-import { canTransition, jobColumns, jobColumnsButWorkflows, jobFromRow, type Outcome, type RunLease } from './state.js';
+import { canTransition, insertedJob, jobColumns, jobColumnsButWorkflows, jobFromRow, type Outcome, type RunLease } from './state.js';
 
 // The one owner of the `jobs` table (and of the queue counts its triggers keep): every statement
 // that reads or writes jobs is a method here, whichever process runs it (API, worker, webhooks).
@@ -148,7 +148,6 @@ export class JobStore {
    * key checked inside it (InsertBatcher gathers the batches). One result per row, in order.
    */
   async insertMany(rows: NewJobRow[]): Promise<InsertResult[]> {
-
     const input = JSON.stringify(
       rows.map((r, i) => ({
         i,
@@ -170,7 +169,7 @@ export class JobStore {
         asset_ids: r.assetIds ?? [],
       })),
     );
-    const out = await this.db.$queryRaw<(Record<string, unknown> & { i: number; has_room: boolean; id_free: boolean; missing: string[]; created: boolean })[]>`
+    const out = await queryRows<Record<string, unknown> & { i: number; has_room: boolean; id_free: boolean; missing: string[]; created: boolean }>(this.db, Prisma.sql`
       WITH input AS (
         SELECT * FROM json_to_recordset(${input}::json) AS x(
           i int, id uuid, account_id uuid, workflow jsonb, submitted_workflow jsonb, output_nodes text[], source text, client_id text,
@@ -215,15 +214,16 @@ export class JobStore {
         INSERT INTO jobs (id, account_id, workflow, submitted_workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at, deadline_at)
         SELECT id, account_id, workflow, submitted_workflow, output_nodes, source, client_id, deployment_id, expires_at, queue_deadline_at, deadline_at FROM ranked
         WHERE has_room AND id_free AND cardinality(missing) = 0 AND (idem_key IS NULL OR id IN (SELECT job_id FROM idem))
-        RETURNING ${jobColumns()}
+        RETURNING ${jobColumnsButWorkflows()}
       )
       SELECT r.i, r.has_room, r.id_free, r.missing::text[] AS missing, job.id IS NOT NULL AS created, job.*
       FROM ranked r LEFT JOIN job ON job.id = r.id
-      ORDER BY r.i`;
+      ORDER BY r.i`);
     return out.map((row) => {
       if (row.created) {
-        const { i: _i, has_room: _h, id_free: _f, missing: _m, created: _c, ...jobRow } = row;
-        return { kind: 'created', job: jobFromRow(jobRow) };
+        const { i, has_room: _h, id_free: _f, missing: _m, created: _c, ...jobRow } = row;
+        const sent = rows[i]!;
+        return { kind: 'created', job: insertedJob(jobRow, sent.workflow, sent.submittedWorkflow) };
       }
       if (row.missing.length > 0) return { kind: 'missing_asset', assetIds: row.missing };
       if (!row.has_room) return { kind: 'queue_full' };

@@ -1,4 +1,4 @@
-import { PLAN_PER_CALL, Prisma, type Db } from '#libs/db';
+import { PLAN_PER_CALL, Prisma, queryRows, type Db } from '#libs/db';
 
 // The queue positions JobStore answers with: statements of their own, for their size.
 
@@ -44,7 +44,8 @@ export async function queuePositionsOf(db: Db, jobIds: string[]): Promise<Map<st
   // of handed-out jobs goes through the status index, and so may the lookup of the wanted ids
   // (checked with plan_cache_mode = force_generic_plan; planned per call they use
   // jobs_handed_out_idx and the primary key).
-  const rows = await db.$queryRaw<{ id: string; pos: number }[]>`
+  // Straight on the pool (queryRows): every submission's answer waits for this count.
+  const rows = await queryRows<{ id: string; pos: number }>(db, Prisma.sql`
     ${Prisma.raw(PLAN_PER_CALL)}
     WITH wanted AS MATERIALIZED (
       -- One primary-key probe per id, the status checked after it. Unfenced, the planner ANDs
@@ -97,6 +98,6 @@ export async function queuePositionsOf(db: Db, jobIds: string[]): Promise<Map<st
     SELECT w.id, (SELECT count(*) FROM jobs d
                   WHERE d.status = 'queued' AND d.dispatched_at IS NOT NULL
                     AND (d.dispatched_at, d.created_at, d.id) < (w.dispatched_at, w.created_at, w.id))::int AS pos
-    FROM wanted w WHERE w.dispatched_at IS NOT NULL`;
+    FROM wanted w WHERE w.dispatched_at IS NOT NULL`);
   return new Map(rows.map((r) => [r.id, r.pos]));
 }

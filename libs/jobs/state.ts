@@ -70,11 +70,27 @@ export function jobColumns(alias = ''): Prisma.Sql {
   return list;
 }
 
+// Every column but the two workflows: a statement that reads those as text (every digit of big
+// integers kept), or an insert whose caller has them (so PostgreSQL does not write them out again,
+// nor the API parse them back).
 const BUT_WORKFLOWS = Prisma.raw(JOB_COLUMNS.filter((c) => c !== 'workflow' && c !== 'submitted_workflow').map((c) => `"${c}"`).join(', '));
 
-/** The `jobs` columns but the two workflows, for a statement that reads those as text (every digit of big integers kept). */
+/** The `jobs` columns but the two workflows (also what a new job's insert returns; see `insertedJob`). */
 export function jobColumnsButWorkflows(): Prisma.Sql {
   return BUT_WORKFLOWS;
+}
+
+/**
+ * A job as inserted, from the row `jobColumnsButWorkflows` returned through `queryRows` (int8 as
+ * text) and the workflows it was inserted with.
+ */
+export function insertedJob(row: Record<string, unknown>, workflow: unknown, submittedWorkflow: unknown): Job {
+  const job = jobFromRow(row) as Job & Record<string, unknown>;
+  job.number = BigInt(job.number as unknown as string);
+  if (job.chargedCredits !== null) job.chargedCredits = BigInt(job.chargedCredits as unknown as string);
+  job.workflow = workflow as Job['workflow'];
+  job.submittedWorkflow = (submittedWorkflow ?? null) as Job['submittedWorkflow'];
+  return job;
 }
 
 // Column name to field name, remembered: every row of every batch has the same few dozen columns.

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { JobEventLog, compareStreamIds, deletePrefixedKeys, jobKeys, type StoredJobEvent } from '#libs/jobs';
+import { JobEventLog, compareStreamIds, deletePrefixedKeys, jobKeys, parsePublishedJobEvent, type StoredJobEvent } from '#libs/jobs';
 import { TEST_REDIS_URL } from '../support/env.js';
 
 describe('job event log: a long job trims its progress, never its statuses and outputs', () => {
@@ -74,5 +74,33 @@ describe('job event log: a long job trims its progress, never its statuses and o
     expect(await redis.xlen(keys.keptEvents(jobId))).toBe(4);
     await log.drop(jobId);
     expect(await redis.exists(keys.events(jobId), keys.keptEvents(jobId))).toBe(0);
+  });
+
+  it('logs one event for several jobs in one command as append logs it for each: both streams, expiry, the published message', async () => {
+    const jobs = [randomUUID(), randomUUID(), randomUUID()].map((jobId, i) => ({ jobId, accountId: `${accountId.slice(0, -1)}${i}` }));
+    const listener = new Redis(TEST_REDIS_URL);
+    const messages: string[] = [];
+    listener.on('message', (_channel: string, message: string) => messages.push(message));
+    await listener.subscribe(keys.jobEventsChannel);
+    try {
+      const ids = await log.appendToMany(jobs, 'status', { status: 'queued', queue_position: null });
+      expect(ids).toHaveLength(3);
+      for (const [i, { jobId }] of jobs.entries()) {
+        expect(await log.since(jobId)).toEqual([{ id: ids[i], event: 'status', data: '{"status":"queued","queue_position":null}' }]);
+        expect(await redis.xrange(keys.keptEvents(jobId), '-', '+')).toEqual(await redis.xrange(keys.events(jobId), '-', '+'));
+        expect(await redis.pttl(keys.events(jobId))).toBeGreaterThan(50_000);
+        expect(await redis.pttl(keys.keptEvents(jobId))).toBeGreaterThan(50_000);
+      }
+      // The same message as append publishes, parsed by the same reader.
+      const single = randomUUID();
+      await append(single, 'status', { status: 'queued', queue_position: null });
+      for (let i = 0; i < 50 && messages.length < 4; i++) await new Promise((r) => setTimeout(r, 20));
+      const published = messages.map((m) => parsePublishedJobEvent(m));
+      expect(published.slice(0, 3)).toEqual(jobs.map(({ jobId, accountId: owner }, i) => ({ id: ids[i], jobId, accountId: owner, event: 'status', data: '{"status":"queued","queue_position":null}' })));
+      expect(published[3]).toMatchObject({ jobId: single, accountId, event: 'status', data: '{"status":"queued","queue_position":null}' });
+      expect(await log.appendToMany([], 'status', {})).toEqual([]);
+    } finally {
+      listener.disconnect();
+    }
   });
 });

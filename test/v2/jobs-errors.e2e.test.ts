@@ -169,6 +169,19 @@ describe('v2 job submission errors', () => {
     expect((await call(`${cloud.api.url}/api/v2/jobs`, { headers: bearer(alice.key) })).status).toBe(200);
   });
 
+  it('counts a burst of concurrent requests one by one: exactly the allowance passes', async () => {
+    // Requests that arrive together are counted together (one INCRBY per account and turn of the
+    // event loop); each still gets its own number, so the allowance holds to the request.
+    const burst = await stack.account();
+    await stack.admin(['account', 'set', '--account', burst.id, '--requests-per-minute', '5']);
+    // The whole burst inside one minute window (same clock as the API's): not across its edge.
+    const toNextWindow = 60_000 - (Date.now() % 60_000);
+    if (toNextWindow < 3_000) await new Promise((r) => setTimeout(r, toNextWindow + 100));
+    const statuses = await Promise.all(Array.from({ length: 12 }, async () => (await call(`${cloud.api.url}/api/v2/jobs`, { headers: bearer(burst.key) })).status));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(7);
+  });
+
   it('limits open event streams per account with 429 too_many_streams', async () => {
     const streamer = await stack.account();
     await stack.admin(['account', 'set', '--account', streamer.id, '--max-event-streams', '2']);

@@ -93,7 +93,19 @@ export class SubmissionService {
     private readonly scheduling: Scheduling,
     @Inject(NODE_DEFINITIONS) private readonly nodeDefinitions: EngineReportCache<NodeDefinitions>,
   ) {
-    this.batcher = new InsertBatcher(jobs);
+    this.batcher = new InsertBatcher(jobs, (created) => this.queued(created));
+  }
+
+  /**
+   * After each insert statement, for all the jobs it created at once: their `queued` events in one
+   * Redis command, then one dispatcher kick. Not waited for: the dispatcher's first command leaves
+   * on the same connection after the events, so each job's `queued` is in its log before any
+   * worker can pick it up and log `running`.
+   */
+  private queued(jobs: Job[]): void {
+    const entries = jobs.map((job) => ({ jobId: job.id, accountId: job.accountId }));
+    void this.events.appendToMany(entries, 'status', { status: 'queued', queue_position: null }).catch(() => undefined);
+    this.scheduling.kick();
   }
 
   private readonly batcher: InsertBatcher;
@@ -202,10 +214,7 @@ export class SubmissionService {
       await this.vault.delete(jobId).catch(() => undefined);
       throw new ApiError('service_unavailable', 'The job could not be recorded; retry.', undefined, { 'retry-after': '1' });
     }
-    // Not waited for: the dispatcher's first command leaves on the same connection after it, so the
-    // job's 'queued' event is in its log before any worker can pick it up and log 'running'.
-    void this.events.append(job.id, account.id, 'status', { status: 'queued', queue_position: null }).catch(() => undefined);
-    this.scheduling.kick();
+    // Its `queued` event and the dispatcher's kick went with its batch (queued() above).
     return job;
   }
 

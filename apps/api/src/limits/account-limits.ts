@@ -7,14 +7,19 @@ import { CONFIG, REDIS } from '../core/tokens.js';
 
 const STREAM_TTL_MS = 60_000;
 
-// INCR and the window's expiry in one script: unlike MULTI, a script call joins the connection's
-// auto-pipeline, so the requests of one moment share a single write to Redis.
-const COUNT_REQUEST = `
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+// INCRBY and the window's expiry in one script: unlike MULTI, a script call joins the connection's
+// auto-pipeline. ARGV: ttl ms, how many requests.
+const COUNT_REQUESTS = `
+local n = redis.call('INCRBY', KEYS[1], ARGV[2])
+if n == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return n`;
 
-type CountingRedis = Redis & { countRequest(key: string, ttlMs: number): Promise<number> };
+type CountingRedis = Redis & { countRequests(key: string, ttlMs: number, n: number): Promise<number> };
+
+interface Waiting {
+  resolve: (count: number) => void;
+  reject: (err: unknown) => void;
+}
 
 /** Per-account request rate and open event streams, counted in Redis so they hold across replicas. */
 @Injectable()
@@ -23,7 +28,35 @@ export class AccountLimits {
     @Inject(REDIS) private readonly redis: Redis,
     @Inject(CONFIG) private readonly config: Config,
   ) {
-    if (!(redis as Redis & { countRequest?: unknown }).countRequest) redis.defineCommand('countRequest', { numberOfKeys: 1, lua: COUNT_REQUEST });
+    if (!(redis as Redis & { countRequests?: unknown }).countRequests) redis.defineCommand('countRequests', { numberOfKeys: 1, lua: COUNT_REQUESTS });
+  }
+
+  /** Requests waiting for their count, by window key, until the next turn of the event loop. */
+  private pending = new Map<string, Waiting[]>();
+
+  /**
+   * The request's number in its window. The requests of an account that arrive in the same turn
+   * of the event loop are counted by one INCRBY and numbered in arrival order, exactly as one INCR
+   * each would number them: one Redis command per account and turn instead of one per request.
+   */
+  private count(key: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const waiting = this.pending.get(key);
+      if (waiting) return void waiting.push({ resolve, reject });
+      if (this.pending.size === 0) setImmediate(() => this.flush());
+      this.pending.set(key, [{ resolve, reject }]);
+    });
+  }
+
+  private flush(): void {
+    const batch = this.pending;
+    this.pending = new Map();
+    for (const [key, waiting] of batch) {
+      (this.redis as CountingRedis).countRequests(key, 61_000, waiting.length).then(
+        (total) => waiting.forEach((w, i) => w.resolve(Number(total) - waiting.length + i + 1)),
+        (err: unknown) => waiting.forEach((w) => w.reject(err)),
+      );
+    }
   }
 
   private rateKey(accountId: string, window: number): string {
@@ -39,7 +72,7 @@ export class AccountLimits {
     const now = Date.now();
     const window = Math.floor(now / 60_000);
     const key = this.rateKey(account.id, window);
-    const count = Number(await (this.redis as CountingRedis).countRequest(key, 61_000));
+    const count = await this.count(key);
     if (count > account.requestsPerMinute) {
       const retry = Math.ceil(((window + 1) * 60_000 - now) / 1000);
       throw ApiError.retryAfter('rate_limited', `More than ${account.requestsPerMinute} requests in a minute.`, retry);
