@@ -10,6 +10,15 @@ export interface StringAt {
   value: string;
 }
 
+/**
+ * Whether the JSON text can hold an http(s) URL in some string: `://` as written, or with its
+ * slashes escaped (`:\/\/`, as some encoders write them), or any `\u` escape, which could spell
+ * either. Most answers carry their media inline (base64) or none, and are then not parsed at all.
+ */
+export function mayHoldUrl(text: string): boolean {
+  return text.includes('://') || text.includes(':\\/\\/') || text.includes('\\u');
+}
+
 /** The string values at `paths` (keys from the root; `*` for every element or member). */
 export function stringsAt(text: string, paths: readonly (readonly string[])[]): StringAt[] {
   const root = parseTree(text);

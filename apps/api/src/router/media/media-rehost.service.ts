@@ -7,7 +7,7 @@ import { componentLogger } from '#libs/logging';
 import { BLOB_STORE, DB } from '../../core/tokens.js';
 import { errorResult, type GenerationResult, type MediaRefs, type UpstreamModel } from '../adapters/adapter.js';
 import { UpstreamBroken, UpstreamTimeout, UpstreamUnreachable, upstreamStream } from '../adapters/upstream-http.js';
-import { replaceStrings, stringsAt } from './json-strings.js';
+import { mayHoldUrl, replaceStrings, stringsAt } from './json-strings.js';
 
 // Media a provider returns by URL expires at the provider (BFL's in about ten minutes). Before
 // anyone sees a result, each such URL is downloaded into the blob store (streamed, hashed with
@@ -45,8 +45,7 @@ export class MediaRehostService {
     const { media, ...rest } = result;
     if (!media || result.bucket !== 'success') return rest;
     const text = result.body.toString('utf8');
-    // Most answers carry their media inline (base64) or none: a body without a URL is not parsed.
-    if (!text.includes('://')) return rest;
+    if (!mayHoldUrl(text)) return rest;
     const found = stringsAt(text, media.paths).filter((s) => /^https?:\/\//i.test(s.value));
     if (found.length === 0) return rest;
     const urls = [...new Set(found.map((s) => s.value))];
