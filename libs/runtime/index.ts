@@ -13,8 +13,18 @@ import { setFlagsFromString } from 'node:v8';
  *   upload grew the api by 54-66 MiB instead of 21-24, 16% of its time in the collector.
  * The old cap undoes both. The size of the young generation is fixed when the heap is made, so
  * only the command line sets it.
+ *
+ * The first flag caps what the scavenger uses but not the semi-spaces V8 reserves (32 MB of new
+ * space), and V8 starts a full collection as soon as the old generation's room before its next
+ * limit is smaller than the new space. After a full collection that limit is the live heap times a
+ * factor V8 picks from how fast the collector ran: at 1.35 on the api's 67 MB heap the room was
+ * 24 MB, so marking started again the moment one ended, and every collection after it picked the
+ * same factor. A run of the router's re-hosting benchmark fell into that mode one time in two,
+ * start-up deciding which: 40 full collections in 45 calls, each call and download two to five
+ * times slower (docs/performance.md). So the semi-spaces are capped as well (16 MB of new space),
+ * and the factor is fixed at 1.5, which always leaves the old generation half its live size of room.
  */
-export const SERVICE_NODE_FLAGS = ['--scavenger-max-new-space-capacity-mb=8'];
+export const SERVICE_NODE_FLAGS = ['--scavenger-max-new-space-capacity-mb=8', '--max-semi-space-size=8', '--heap-growing-percent=50'];
 
 /**
  * Applies the flags again at run time, first thing in each service's main: a process started
