@@ -20,7 +20,7 @@ fi
 
 # V8 flags of the long-running roles: SERVICE_NODE_FLAGS in libs/runtime says why (a test keeps
 # the two the same).
-SERVICE_NODE_FLAGS="--scavenger-max-new-space-capacity-mb=8 --max-semi-space-size=8 --heap-growing-percent=50"
+SERVICE_NODE_FLAGS="--scavenger-max-new-space-capacity-mb=8 --heap-growing-percent=100"
 
 role=$1
 shift
