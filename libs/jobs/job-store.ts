@@ -5,7 +5,7 @@ import { jobStatusEventsCte } from '#libs/webhooks';
 import { inScope, scopeWhere, type JobScope } from './job-scope.js';
 import type { JobWithOutputs } from './job-view.js';
 import { queuePositions, queuePositionsOf } from './positions.js';
-import { canTransition, insertedJob, jobColumns, jobColumnsButWorkflows, jobFromRow, type Outcome, type RunLease } from './state.js';
+import { canTransition, endedJobColumns, insertedJob, jobColumns, jobColumnsButWorkflows, jobFromRow, type EndedJob, type Outcome, type RunLease } from './state.js';
 
 // The one owner of the `jobs` table (and of the queue counts its triggers keep): every statement
 // that reads or writes jobs is a method here, whichever process runs it (API, worker, webhooks).
@@ -261,7 +261,7 @@ export class JobStore {
    * a job is never charged twice. (One statement rather than an interactive transaction: it holds
    * no connection between round trips, which matters on the hot path of every job.)
    */
-  async finish(jobId: string, outcome: Outcome, creditsPerSecond: number, now = new Date(), guard: Partial<RunLease> = {}): Promise<Job | null> {
+  async finish(jobId: string, outcome: Outcome, creditsPerSecond: number, now = new Date(), guard: Partial<RunLease> = {}): Promise<EndedJob | null> {
     const terminal = outcome.status === 'canceled' || outcome.status === 'expired' || outcome.status === 'failed' || outcome.status === 'succeeded';
     // Any ending of a canceling job makes it canceled (below), so canceling is always a start.
     const from = terminal ? (['running', 'canceling', 'queued'] as JobStatus[]).filter((f) => f === 'canceling' || canTransition(f, outcome.status)) : [];
@@ -295,11 +295,11 @@ export class JobStore {
           AND status = ANY(${from}::"JobStatus"[])
           AND (${guard.workerId ?? null}::text IS NULL OR worker_id = ${guard.workerId ?? null})
           AND (${guard.attempt ?? null}::int IS NULL OR attempts = ${guard.attempt ?? null})
-        RETURNING ${jobColumns()}
+        RETURNING ${endedJobColumns()}
       ), ${chargeCtes(Prisma.sql`SELECT account_id, -charged_credits, ${CHARGE_REASONS.job}, id::text FROM done WHERE charged_credits > 0`)},
       ${jobStatusEventsCte(Prisma.sql`done`)}
       SELECT * FROM done`;
-    return rows[0] ? jobFromRow(rows[0]) : null;
+    return rows[0] ? (jobFromRow(rows[0]) as unknown as EndedJob) : null;
   }
 
   /**

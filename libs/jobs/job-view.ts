@@ -1,5 +1,6 @@
 import type { JobView, OutputView, ProgressView } from '#libs/contracts';
 import type { Asset, Blob, Job, JobOutput } from '#libs/db';
+import type { EndedJob } from './state.js';
 import { linkLifetimeSeconds, type BlobStore, type SignedUrl } from '#libs/storage';
 
 // A Job as `GET /api/v2/jobs/{id}` shows it, rendered from its row and outputs. Pure but for the
@@ -57,7 +58,7 @@ export async function renderOutput(output: JobWithOutputs['outputs'][number], si
   };
 }
 
-function progressOf(job: Job): ProgressView | null {
+function progressOf(job: Pick<Job, 'progress' | 'status'> & { workflow: Job['workflow'] | null }): ProgressView | null {
   if (job.progress) return job.progress as unknown as ProgressView;
   if (job.status === 'queued') return null;
   // Once a job runs it always has a snapshot, even before the engine reported anything.
@@ -108,7 +109,7 @@ const MAX_ENDED_OUTPUTS = 100;
  * a request waiting for it (`Prefer: wait`) answers without reading the job back. Null when the
  * run cannot give it whole (too many outputs): the request then reads it back.
  */
-export function endedJobText(job: Job, outputs: EndedOutput[]): string | null {
+export function endedJobText(job: EndedJob, outputs: EndedOutput[]): string | null {
   if (outputs.length > MAX_ENDED_OUTPUTS) return null;
   return JSON.stringify({
     id: job.id,

@@ -75,6 +75,25 @@ export function jobColumns(alias = ''): Prisma.Sql {
 // nor the API parse them back).
 const BUT_WORKFLOWS = Prisma.raw(JOB_COLUMNS.filter((c) => c !== 'workflow' && c !== 'submitted_workflow').map((c) => `"${c}"`).join(', '));
 
+// What the statement that ends a job returns: neither submitted workflow, nor the run's engine
+// messages, nor its log, which nobody who ends a job reads, and which make up nearly all of a real
+// job's row (a UI workflow, a prompt, every progress message, up to a log's tail); the prompt only
+// where the job has no progress snapshot, whose node count the Job view then takes from it.
+const ENDED = Prisma.raw(
+  JOB_COLUMNS.filter((c) => !['workflow', 'submitted_workflow', 'engine_messages', 'log_text'].includes(c))
+    .map((c) => `"${c}"`)
+    .concat('CASE WHEN "progress" IS NULL THEN "workflow" END AS "workflow"')
+    .join(', '),
+);
+
+/** A job as the statement that ended it returns it (endedJobColumns). */
+export type EndedJob = Omit<Job, 'workflow' | 'submittedWorkflow' | 'engineMessages' | 'logText'> & { workflow: Job['workflow'] | null };
+
+/** The columns of an ended job (EndedJob). */
+export function endedJobColumns(): Prisma.Sql {
+  return ENDED;
+}
+
 /** The `jobs` columns but the two workflows (also what a new job's insert returns; see `insertedJob`). */
 export function jobColumnsButWorkflows(): Prisma.Sql {
   return BUT_WORKFLOWS;

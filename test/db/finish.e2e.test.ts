@@ -67,6 +67,23 @@ describe('ending a job', () => {
     expect((await finishJob(stack.db, job.id, { status: 'succeeded', engineMs: 10 }, 1, new Date(), { workerId: 'w2', attempt: 2 }))?.status).toBe('succeeded');
   });
 
+  // Nobody who ends a job reads them, and on a real job they are nearly all of its row.
+  it('returns the ended job without its submitted workflow, engine messages and log, and the prompt only without a progress snapshot', async () => {
+    const prompt = { '1': { class_type: 'EmptyImage', inputs: { width: 64, height: 64 } } };
+    const heavy = { workflow: prompt, submittedWorkflow: { nodes: [{ id: 1 }] }, engineMessages: [['executing', { node: '1' }]], logText: 'a line\n' };
+    const job = await started('running');
+    await stack.db.job.update({ where: { id: job.id }, data: { ...heavy, progress: { value: 0.5 } } });
+    const done = (await finishJob(stack.db, job.id, { status: 'succeeded', engineMessages: [['executed', { node: '1' }]] }, 1)) as Record<string, unknown> | null;
+    expect(done).toMatchObject({ id: job.id, status: 'succeeded', progress: { value: 0.5 }, workflow: null });
+    for (const left of ['submittedWorkflow', 'engineMessages', 'logText']) expect(done).not.toHaveProperty(left);
+    // Stored all the same.
+    expect(await stack.db.job.findUniqueOrThrow({ where: { id: job.id } })).toMatchObject({ ...heavy, engineMessages: [['executed', { node: '1' }]] });
+
+    const bare = await started('running');
+    await stack.db.job.update({ where: { id: bare.id }, data: { workflow: prompt } });
+    expect(await finishJob(stack.db, bare.id, { status: 'succeeded' }, 1)).toMatchObject({ progress: null, workflow: prompt });
+  });
+
   it('ends a running job as its run ended', async () => {
     const job = await started('running');
     const done = await finishJob(stack.db, job.id, { status: 'failed', error: failure }, 1);
