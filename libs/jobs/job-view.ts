@@ -1,7 +1,7 @@
 import type { JobView, OutputView, ProgressView } from '#libs/contracts';
 import type { Asset, Blob, Job, JobOutput } from '#libs/db';
-import type { EndedJob } from './state.js';
 import { linkLifetimeSeconds, type BlobStore, type SignedUrl } from '#libs/storage';
+import type { EndedJob } from './state.js';
 
 // A Job as `GET /api/v2/jobs/{id}` shows it, rendered from its row and outputs. Pure but for the
 // two things a caller knows and this does not: where the job's links point (the API answers with
@@ -58,7 +58,7 @@ export async function renderOutput(output: JobWithOutputs['outputs'][number], si
   };
 }
 
-function progressOf(job: Pick<Job, 'progress' | 'status'> & { workflow: Job['workflow'] | null }): ProgressView | null {
+function progressOf(job: Pick<EndedJob, 'progress' | 'status' | 'workflow'>): ProgressView | null {
   if (job.progress) return job.progress as unknown as ProgressView;
   if (job.status === 'queued') return null;
   // Once a job runs it always has a snapshot, even before the engine reported anything.

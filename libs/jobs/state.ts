@@ -70,20 +70,22 @@ export function jobColumns(alias = ''): Prisma.Sql {
   return list;
 }
 
+/** The `jobs` columns, quoted, but `skip`. */
+function columnsBut(skip: string[]): string[] {
+  return JOB_COLUMNS.filter((c) => !skip.includes(c)).map((c) => `"${c}"`);
+}
+
 // Every column but the two workflows: a statement that reads those as text (every digit of big
 // integers kept), or an insert whose caller has them (so PostgreSQL does not write them out again,
 // nor the API parse them back).
-const BUT_WORKFLOWS = Prisma.raw(JOB_COLUMNS.filter((c) => c !== 'workflow' && c !== 'submitted_workflow').map((c) => `"${c}"`).join(', '));
+const BUT_WORKFLOWS = Prisma.raw(columnsBut(['workflow', 'submitted_workflow']).join(', '));
 
 // What the statement that ends a job returns: neither submitted workflow, nor the run's engine
 // messages, nor its log, which nobody who ends a job reads, and which make up nearly all of a real
 // job's row (a UI workflow, a prompt, every progress message, up to a log's tail); the prompt only
 // where the job has no progress snapshot, whose node count the Job view then takes from it.
 const ENDED = Prisma.raw(
-  JOB_COLUMNS.filter((c) => !['workflow', 'submitted_workflow', 'engine_messages', 'log_text'].includes(c))
-    .map((c) => `"${c}"`)
-    .concat('CASE WHEN "progress" IS NULL THEN "workflow" END AS "workflow"')
-    .join(', '),
+  [...columnsBut(['workflow', 'submitted_workflow', 'engine_messages', 'log_text']), 'CASE WHEN "progress" IS NULL THEN "workflow" END AS "workflow"'].join(', '),
 );
 
 /** A job as the statement that ended it returns it (endedJobColumns). */

@@ -22,8 +22,8 @@ import { setFlagsFromString } from 'node:v8';
  * router's re-hosting benchmark in two fell into that mode, start-up deciding which: 36-40 full
  * collections in 45 calls, the api's calls and downloads two to five times slower
  * (docs/performance.md). The second flag fixes the factor at 2: the room is the live heap itself,
- * more than the new space in the api (67 MB live) and the worker (42 MB). (Capping the semi-spaces instead also ended it, but the smaller
- * young generation cost half as much collector time again in every run.)
+ * more than the new space in the api (67 MB live) and the worker (42 MB). Capping the semi-spaces
+ * instead also ended it, but its smaller young generation cost more collector time in every run.
  */
 export const SERVICE_NODE_FLAGS = ['--scavenger-max-new-space-capacity-mb=8', '--heap-growing-percent=100'];
 
