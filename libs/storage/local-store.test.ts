@@ -43,6 +43,20 @@ describe('LocalBlobStore', () => {
     expect(await readdir(path.join(dir, 'blobs', 'tmp'))).toEqual([]);
   });
 
+  it('stores a streamed body in network-sized pieces byte for byte, and refuses one over the limit keeping nothing', async () => {
+    // More than a few write batches, in 64 KiB pieces with an odd tail.
+    const bytes = randomBytes(3 * 1024 * 1024 + 4321);
+    const pieces = (b: Buffer) => Readable.from(Array.from({ length: Math.ceil(b.length / 65536) }, (_, i) => b.subarray(i * 65536, (i + 1) * 65536)));
+    const stored = await store.put(pieces(bytes));
+    expect(stored).toMatchObject({ hash: blake3Hex(bytes), sizeBytes: bytes.length, created: true });
+    expect((await readAll(stored.hash)).equals(bytes)).toBe(true);
+
+    const over = pieces(randomBytes(2 * 1024 * 1024));
+    await expect(store.put(over, { maxBytes: 1024 * 1024 })).rejects.toBeInstanceOf(TooLargeError);
+    expect(over.destroyed).toBe(true);
+    expect(await readdir(path.join(dir, 'blobs', 'tmp'))).toEqual([]);
+  });
+
   it('serves ranges and whole files read in large pieces', async () => {
     const bytes = randomBytes(700 * 1024);
     const { hash } = await store.put(Readable.from([bytes.subarray(0, 65536), bytes.subarray(65536)]));

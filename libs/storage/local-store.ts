@@ -1,21 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { access, copyFile, link, mkdir, stat, unlink, writeFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { access, copyFile, link, mkdir, open, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough, type Readable } from 'node:stream';
-import { finished, pipeline } from 'node:stream/promises';
-import { Blake3Tap, blake3File, isBlake3Hex } from './blake3.js';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { blake3File, isBlake3Hex } from './blake3.js';
 import { blobKey, type BlobStore, type ByteRange, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
 import { drain } from './drain.js';
+import { HashedFileSink } from './hashed-file-sink.js';
 import { signBlobUrl } from './signing.js';
 import { TooLargeError } from './limits.js';
 import { StorageUnavailableError } from './unavailable.js';
 
 const PROBE_BYTES = Buffer.alloc(4096);
-// Bytes arrive in network-sized chunks (64 KiB). Writes queue up to this much while the previous
-// one is on disk, then go out in one writev: a 5 MB file takes a handful of calls instead of 80,
-// without copying chunks together.
-const WRITE_BUFFER_BYTES = 1024 * 1024;
 // Reads of this size halve the time to serve a 5 MB file against the 64 KiB default (fewer reads
 // and socket writes); one such piece is held per download in flight.
 const READ_PIECE_BYTES = 256 * 1024;
@@ -57,34 +54,28 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async put(body: Readable, options: { maxBytes?: number } = {}): Promise<StoredBlob> {
+    const tmp = path.join(this.root, 'tmp', randomUUID());
+    let file: FileHandle;
     try {
       await this.ensureDirs();
+      file = await open(tmp, 'w');
     } catch (err) {
       await drain(body);
       throw new StorageUnavailableError(err);
     }
-    const tmp = path.join(this.root, 'tmp', randomUUID());
-    const tap = new Blake3Tap(options.maxBytes);
-    // The file is fed by hand, not by pipeline(): a disk that fails (full, read-only, over quota)
-    // must not tear down the client's stream, which goes on being read and dropped so the client
-    // still gets an answer. A failing client stream, or one over the limit, stops the file.
-    const piped = new PassThrough();
-    const file = createWriteStream(tmp, { highWaterMark: WRITE_BUFFER_BYTES });
-    const writing = finished(file);
-    file.once('error', () => {
-      piped.unpipe(file);
-      piped.resume();
-    });
-    piped.pipe(file);
-    const feeding = pipeline(body, tap, piped).catch((err: unknown) => {
-      file.destroy();
-      throw err;
-    });
     try {
-      const [fed, wrote] = await Promise.allSettled([feeding, writing]);
-      if (fed.status === 'rejected') throw fed.reason;
-      if (wrote.status === 'rejected') throw new StorageUnavailableError(wrote.reason);
-      return await this.keep(tmp, tap.digest(), tap.size);
+      const sink = new HashedFileSink(file, options.maxBytes);
+      // A failing client stream, or one over the limit, stops the file; a failing disk does not
+      // stop the client's stream (see HashedFileSink).
+      let closing: unknown = null;
+      try {
+        await pipeline(body, sink);
+      } finally {
+        closing = await file.close().then(() => null, (err: unknown) => err);
+      }
+      const diskError = sink.diskError ?? closing;
+      if (diskError) throw new StorageUnavailableError(diskError);
+      return await this.keep(tmp, sink.digest(), sink.size);
     } finally {
       await unlink(tmp).catch(() => undefined);
     }
