@@ -112,6 +112,31 @@ export function postgresCpuMs() {
   return postgresTotal;
 }
 
+/** Busy and total CPU ticks of the whole machine so far (/proc/stat's first line). */
+function machineTicks() {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
+  const ticks = fields.map(Number);
+  const idle = ticks[3] + ticks[4]; // idle and iowait
+  const total = ticks.reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+
+/**
+ * Waits until the machine's cores are mostly idle over a 200 ms window (at most `limitMs`): work
+ * a process does after its answer (a store finishing an object, a collector) must not fall on the
+ * next measured run. Resolves with the busy share of the last window.
+ */
+export async function quietMachine(limitMs = 10_000, busyShare = 0.15) {
+  const until = Date.now() + limitMs;
+  for (;;) {
+    const a = machineTicks();
+    await new Promise((r) => setTimeout(r, 200));
+    const b = machineTicks();
+    const share = (b.busy - a.busy) / Math.max(1, b.total - a.total);
+    if (share <= busyShare || Date.now() > until) return share;
+  }
+}
+
 export function rssBytes(pid) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)[1]) * 1024;
