@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { Prisma, type Asset, type Db } from '#libs/db';
+import { executeStatement, Prisma, type Asset, type Db } from '#libs/db';
 import type { BlobStore, StoredBlob } from '#libs/storage';
 import { ApiError, isStorableText } from '#libs/contracts';
 
@@ -89,11 +89,11 @@ export function lockedBlobRow(stored: StoredBlob, accountId: string): Prisma.Sql
  * stored, without reading the asset back. False: as for blobSurvived.
  */
 export async function recordStoredAsset(db: Db, store: BlobStore, stored: StoredBlob, a: Omit<NewAsset, 'blobHash'>): Promise<boolean> {
-  await db.$executeRaw`
+  await executeStatement(db, Prisma.sql`
     WITH ${lockedBlobRow(stored, a.accountId)}
     INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, tags, job_id, expires_at, created_new)
     SELECT ${randomUUID()}::uuid, ${a.accountId}::uuid, ${stored.hash}, ${a.filePath}, ${a.contentType}, ${a.tags ?? []}::text[], ${a.jobId ?? null}::uuid, ${a.expiresAt ?? null},
-           new_to_account FROM lock`;
+           new_to_account FROM lock`);
   return store.has(stored.hash);
 }
 

@@ -57,7 +57,7 @@ export function createPrismaClient(databaseUrl: string, poolSize = 10, options: 
 
 /**
  * Runs a raw statement straight on the client's node-postgres pool (named and prepared as Prisma's
- * own statements are), for the few statements on the submission path: Prisma's handling of a raw
+ * own statements are), for the few statements on a job's or a call's path: Prisma's handling of a raw
  * query (its interpreter, tracing wrappers, per-cell conversion of the result) cost more API time
  * than the statement's round trip. Rows come as node-postgres parses them: timestamps as Date,
  * json as parsed values, int8 and numeric as text (the caller converts). A client made otherwise
@@ -66,6 +66,16 @@ export function createPrismaClient(databaseUrl: string, poolSize = 10, options: 
 export async function queryRows<T>(db: Db, query: Prisma.Sql): Promise<T[]> {
   const own = direct.get(db);
   if (!own) return db.$queryRaw<T[]>(query);
-  const result = await own.pool.query<T & pg.QueryResultRow>({ name: own.name?.({ sql: query.text }) || undefined, text: query.text, values: query.values as unknown[] });
-  return result.rows;
+  return (await onPool<T>(own, query)).rows;
+}
+
+/** `$executeRaw` the way `queryRows` runs a query: straight on the pool; the number of rows it wrote. */
+export async function executeStatement(db: Db, query: Prisma.Sql): Promise<number> {
+  const own = direct.get(db);
+  if (!own) return db.$executeRaw(query);
+  return (await onPool(own, query)).rowCount ?? 0;
+}
+
+function onPool<T>(own: { pool: pg.Pool; name: ((query: { sql: string }) => string) | null }, query: Prisma.Sql): Promise<pg.QueryResult<T & pg.QueryResultRow>> {
+  return own.pool.query<T & pg.QueryResultRow>({ name: own.name?.({ sql: query.text }) || undefined, text: query.text, values: query.values as unknown[] });
 }

@@ -1,4 +1,4 @@
-export { createPrismaClient, queryRows, statementNamer, PLAN_PER_CALL } from './client.js';
+export { createPrismaClient, executeStatement, queryRows, statementNamer, PLAN_PER_CALL } from './client.js';
 export type { Db } from './client.js';
 export { applyMigrations, ensureDatabase, dropDatabase, listMigrations } from './migrations.js';
 export { Prisma } from './generated/client.js';

@@ -5,7 +5,7 @@ import { jobStatusEventsCte } from '#libs/webhooks';
 import { inScope, scopeWhere, type JobScope } from './job-scope.js';
 import type { JobWithOutputs } from './job-view.js';
 import { queuePositions, queuePositionsOf } from './positions.js';
-import { canTransition, endedJobColumns, insertedJob, jobColumns, jobColumnsButWorkflows, jobFromRow, type EndedJob, type Outcome, type RunLease } from './state.js';
+import { canTransition, endedJobColumns, jobColumns, jobColumnsButWorkflows, jobFromPoolRow, jobFromRow, type EndedJob, type Outcome, type RunLease } from './state.js';
 
 // The one owner of the `jobs` table (and of the queue counts its triggers keep): every statement
 // that reads or writes jobs is a method here, whichever process runs it (API, worker, webhooks).
@@ -223,7 +223,7 @@ export class JobStore {
       if (row.created) {
         const { i, has_room: _h, id_free: _f, missing: _m, created: _c, ...jobRow } = row;
         const sent = rows[i]!;
-        return { kind: 'created', job: insertedJob(jobRow, sent.workflow, sent.submittedWorkflow) };
+        return { kind: 'created', job: jobFromPoolRow(jobRow, sent.workflow, sent.submittedWorkflow) };
       }
       if (row.missing.length > 0) return { kind: 'missing_asset', assetIds: row.missing };
       if (!row.has_room) return { kind: 'queue_full' };
@@ -311,7 +311,8 @@ export class JobStore {
    * again under its run deadline.
    */
   async claim(jobId: string, claim: { workerId: string; enginePromptId: string; executionTimeoutSeconds: number }): Promise<{ job: Job; firstStart: boolean } | null> {
-    const rows = await this.db.$queryRaw<(Record<string, unknown> & { first_start: boolean; workflow_text: string; submitted_text: string | null })[]>`
+    // On the pool (queryRows): the worker waits for this statement before anything else of the run.
+    const rows = await queryRows<Record<string, unknown> & { first_start: boolean; workflow_text: string; submitted_text: string | null }>(this.db, Prisma.sql`
       WITH claimed AS (
       UPDATE jobs SET
         status = 'running',
@@ -327,13 +328,13 @@ export class JobStore {
         AND (attempts > 0 OR queue_deadline_at IS NULL OR queue_deadline_at > now())
       RETURNING ${jobColumnsButWorkflows()}, (attempts = 1) AS first_start, workflow::text AS workflow_text, submitted_workflow::text AS submitted_text
       ), ${jobStatusEventsCte(Prisma.sql`claimed`)}
-      SELECT * FROM claimed`;
+      SELECT * FROM claimed`);
     const row = rows[0];
     if (!row) return null;
     const { first_start: firstStart, workflow_text: workflowText, submitted_text: submittedText, ...job } = row;
     // Read from their text only (not as jsonb too: a real workflow is tens of kilobytes): integers
     // beyond 2^53 (seeds) reach the engine with every digit.
-    return { job: { ...jobFromRow(job), workflow: parseLosslessJson(workflowText) as Prisma.JsonValue, submittedWorkflow: submittedText === null ? null : (parseLosslessJson(submittedText) as Prisma.JsonValue) }, firstStart };
+    return { job: jobFromPoolRow(job, parseLosslessJson(workflowText), submittedText === null ? null : parseLosslessJson(submittedText)), firstStart };
   }
 
   /**
@@ -374,7 +375,7 @@ export class JobStore {
    * does not grow with the backlog. One round trip and one commit, whatever the number of jobs.
    */
   handOut(capacity: number, now: Date): Promise<{ id: string; account_id: string }[]> {
-    return this.db.$queryRaw<{ id: string; account_id: string }[]>`
+    return queryRows<{ id: string; account_id: string }>(this.db, Prisma.sql`
       WITH RECURSIVE waiting_accounts AS (
         (SELECT account_id FROM jobs WHERE status = 'queued' AND dispatched_at IS NULL ORDER BY account_id LIMIT 1)
         UNION ALL
@@ -411,7 +412,7 @@ export class JobStore {
       ), served AS (
         UPDATE accounts SET last_dispatched_at = ${now} WHERE id IN (SELECT account_id FROM claimed)
       )
-      SELECT id, account_id FROM claimed ORDER BY turn`;
+      SELECT id, account_id FROM claimed ORDER BY turn`);
   }
 
   /** Positions of all waiting jobs (0 = next); see positions.ts. */

@@ -102,10 +102,10 @@ export function jobColumnsButWorkflows(): Prisma.Sql {
 }
 
 /**
- * A job as inserted, from the row `jobColumnsButWorkflows` returned through `queryRows` (int8 as
- * text) and the workflows it was inserted with.
+ * A job from the row `jobColumnsButWorkflows` returned through `queryRows` (int8 as text) and its
+ * workflows, as inserted or as read from their text.
  */
-export function insertedJob(row: Record<string, unknown>, workflow: unknown, submittedWorkflow: unknown): Job {
+export function jobFromPoolRow(row: Record<string, unknown>, workflow: unknown, submittedWorkflow: unknown): Job {
   const job = jobFromRow(row) as Job & Record<string, unknown>;
   job.number = BigInt(job.number as unknown as string);
   if (job.chargedCredits !== null) job.chargedCredits = BigInt(job.chargedCredits as unknown as string);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createPrismaClient, dropDatabase, ensureDatabase, PLAN_PER_CALL, Prisma, statementNamer, type Db } from '#libs/db';
+import { createPrismaClient, dropDatabase, ensureDatabase, executeStatement, PLAN_PER_CALL, Prisma, queryRows, statementNamer, type Db } from '#libs/db';
 import { claimJob, finishJob, InsertBatcher, JobStore } from '#libs/jobs';
 import { JobViews } from '../../apps/api/src/jobs/job-views.service.js';
 import { databaseUrl, uniqueName } from '../support/env.js';
@@ -45,6 +45,22 @@ describe('prepared statements', () => {
     }
     const held = await prepared(db);
     expect(held.filter((s) => s.includes('+ 40 AS n'))).toHaveLength(1);
+  });
+
+  it('runs statements straight on the pool prepared the same way, with the rows read or the count written', async () => {
+    const db = client();
+    await db.$executeRaw`CREATE TABLE pool_marks (n int8 NOT NULL, at timestamptz NOT NULL)`;
+    const at = new Date('2026-11-27T10:00:00.123Z');
+    for (const n of [7n, 8n]) expect(await executeStatement(db, Prisma.sql`INSERT INTO pool_marks (n, at) SELECT ${n}, ${at} FROM generate_series(1, 2)`)).toBe(2);
+    expect(await executeStatement(db, Prisma.sql`UPDATE pool_marks SET n = n + 1 WHERE n = ${8n}`)).toBe(2);
+    // int8 as text (the caller converts), timestamps as Date.
+    expect(await queryRows(db, Prisma.sql`SELECT n, at FROM pool_marks WHERE n > ${7n} ORDER BY n`)).toEqual([
+      { n: '9', at },
+      { n: '9', at },
+    ]);
+    const held = await prepared(db);
+    expect(held.filter((s) => s.includes('INSERT INTO pool_marks'))).toHaveLength(1);
+    expect(held.filter((s) => s.includes('UPDATE pool_marks'))).toHaveLength(1);
   });
 
   it('leaves a statement marked to be planned per call unprepared', async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { discardUnrecordedBytes, lockedBlobRow } from '#libs/assets';
-import { Prisma, type Db } from '#libs/db';
+import { executeStatement, Prisma, type Db } from '#libs/db';
 import type { EngineClient } from '#libs/engine-protocol';
 import { leaseHeld, leaseToken, type EndedOutput, type JobEventLog, type RunLease } from '#libs/jobs';
 import { outputBytesObserved } from '#libs/metrics';
@@ -102,7 +102,7 @@ export class OutputStore {
     const assetId = randomUUID();
     // A job's outputs never change once it has ended, nor after another worker took it over: the
     // records are written only while this run's claim still holds the job.
-    const recorded = await this.db.$executeRaw`
+    const recorded = await executeStatement(this.db, Prisma.sql`
       WITH ${lockedBlobRow(stored, job.accountId)}, held AS (${leaseHeld(job.id, this.lease)}), asset AS (
         INSERT INTO assets (id, account_id, blob_hash, file_path, content_type, job_id, expires_at, created_new)
         SELECT ${assetId}::uuid, ${job.accountId}::uuid, ${stored.hash}, ${name}, ${contentType}, ${job.id}::uuid, ${job.expiresAt}, lock.new_to_account
@@ -110,7 +110,7 @@ export class OutputStore {
         RETURNING id
       ), ${outputEventsCte(Prisma.sql`asset`, job.accountId, job.id)}
       INSERT INTO job_outputs (job_id, asset_id, node_id, type, engine_key, engine_type, name)
-      SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`;
+      SELECT ${job.id}::uuid, id, ${nodeId}, ${type}, ${output.key}, ${engineType}, ${name} FROM asset`);
     if (recorded === 0) {
       // Bytes this run stored and nobody records are removed again (those of others stay).
       if (stored.created) await discardUnrecordedBytes(this.db, this.store, stored.hash).catch(() => undefined);
