@@ -5,7 +5,7 @@ import { jobStatusEventsCte } from '#libs/webhooks';
 import { inScope, scopeWhere, type JobScope } from './job-scope.js';
 import type { JobWithOutputs } from './job-view.js';
 import { queuePositions, queuePositionsOf } from './positions.js';
-import { canTransition, endedJobColumns, jobColumns, jobColumnsButWorkflows, jobFromPoolRow, jobFromRow, type EndedJob, type Outcome, type RunLease } from './state.js';
+import { canTransition, endedJobColumns, endedJobFromPoolRow, jobColumns, jobColumnsButWorkflows, jobFromPoolRow, jobFromRow, type EndedJob, type Outcome, type RunLease } from './state.js';
 
 // The one owner of the `jobs` table (and of the queue counts its triggers keep): every statement
 // that reads or writes jobs is a method here, whichever process runs it (API, worker, webhooks).
@@ -271,7 +271,8 @@ export class JobStore {
     const progress = outcome.progress ? JSON.stringify(outcome.progress) : null;
     const engineMs = Math.max(0, Math.round(outcome.engineMs ?? 0));
     const engineMessages = outcome.engineMessages ? JSON.stringify(outcome.engineMessages) : null;
-    const rows = await this.db.$queryRaw<Record<string, unknown>[]>`
+    // On the pool (queryRows): the job's waiters and webhooks wait for this statement.
+    const rows = await queryRows<Record<string, unknown>>(this.db, Prisma.sql`
       WITH done AS (
         UPDATE jobs SET
           status = CASE WHEN status = 'canceling' THEN 'canceled' ELSE ${outcome.status}::"JobStatus" END,
@@ -298,8 +299,8 @@ export class JobStore {
         RETURNING ${endedJobColumns()}
       ), ${chargeCtes(Prisma.sql`SELECT account_id, -charged_credits, ${CHARGE_REASONS.job}, id::text FROM done WHERE charged_credits > 0`)},
       ${jobStatusEventsCte(Prisma.sql`done`)}
-      SELECT * FROM done`;
-    return rows[0] ? (jobFromRow(rows[0]) as unknown as EndedJob) : null;
+      SELECT * FROM done`);
+    return rows[0] ? endedJobFromPoolRow(rows[0]) : null;
   }
 
   /**

@@ -106,11 +106,21 @@ export function jobColumnsButWorkflows(): Prisma.Sql {
  * workflows, as inserted or as read from their text.
  */
 export function jobFromPoolRow(row: Record<string, unknown>, workflow: unknown, submittedWorkflow: unknown): Job {
-  const job = jobFromRow(row) as Job & Record<string, unknown>;
-  job.number = BigInt(job.number as unknown as string);
-  if (job.chargedCredits !== null) job.chargedCredits = BigInt(job.chargedCredits as unknown as string);
+  const job = withInt8(jobFromRow(row));
   job.workflow = workflow as Job['workflow'];
   job.submittedWorkflow = (submittedWorkflow ?? null) as Job['submittedWorkflow'];
+  return job;
+}
+
+/** An ended job from the row `endedJobColumns` returned through `queryRows`. */
+export function endedJobFromPoolRow(row: Record<string, unknown>): EndedJob {
+  return withInt8(jobFromRow(row)) as unknown as EndedJob;
+}
+
+/** The job's int8 columns, which node-postgres gives as text, as the BigInts Prisma gives. */
+function withInt8(job: Job): Job {
+  job.number = BigInt(job.number as unknown as string);
+  if (job.chargedCredits !== null && job.chargedCredits !== undefined) job.chargedCredits = BigInt(job.chargedCredits as unknown as string);
   return job;
 }
 
