@@ -193,7 +193,12 @@ describe('partner models against the partner simulator', () => {
     it('a generation being polled holds its slot: the workspace limit refuses a second call meanwhile', async () => {
       const narrow = await world.workspace({ routerMaxConcurrent: 1 });
       const first = world.post(narrow.token, 'kling/kling-v2-5-turbo', MODELS['kling/kling-v2-5-turbo']!.body('one slot [[slow:2500]]'));
-      await eventually(async () => world.sim.requests('kling', { method: 'GET' }).some((r) => r.answer?.body.includes('processing')));
+      // This generation's own poll, not one of an earlier test's: the second call must come while it holds the slot.
+      const taskId = await eventually(async () => {
+        const created = world.sim.requests('kling', { method: 'POST' }).find((r) => r.body.includes('one slot') && r.answer);
+        return created ? (JSON.parse(created.answer!.body) as { data: { task_id: string } }).data.task_id : null;
+      });
+      await eventually(async () => world.sim.requests('kling', { method: 'GET' }).some((r) => r.path.includes(taskId) && r.answer?.body.includes('processing')));
       expectRouterError(await world.post(narrow.token, 'runway/gen4_turbo', MODELS['runway/gen4_turbo']!.body('second')), 429, 'concurrency_limit_exceeded');
       expect((await first).status).toBe(200);
       expect((await world.post(narrow.token, 'runway/gen4_turbo', MODELS['runway/gen4_turbo']!.body('after'))).status).toBe(200);
