@@ -96,7 +96,7 @@ export function endedJobColumns(): Prisma.Sql {
   return ENDED;
 }
 
-/** The `jobs` columns but the two workflows (also what a new job's insert returns; see `insertedJob`). */
+/** The `jobs` columns but the two workflows (also what a new job's insert and its claim return; see `jobFromPoolRow`). */
 export function jobColumnsButWorkflows(): Prisma.Sql {
   return BUT_WORKFLOWS;
 }
@@ -120,7 +120,7 @@ export function endedJobFromPoolRow(row: Record<string, unknown>): EndedJob {
 /** The job's int8 columns, which node-postgres gives as text, as the BigInts Prisma gives. */
 function withInt8(job: Job): Job {
   job.number = BigInt(job.number as unknown as string);
-  if (job.chargedCredits !== null && job.chargedCredits !== undefined) job.chargedCredits = BigInt(job.chargedCredits as unknown as string);
+  if (job.chargedCredits !== null) job.chargedCredits = BigInt(job.chargedCredits as unknown as string);
   return job;
 }
 

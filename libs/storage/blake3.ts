@@ -4,34 +4,58 @@ import { Blake3Hasher, blake3 } from '@napi-rs/blake-hash';
 import { TooLargeError } from './limits.js';
 
 /**
- * A pass-through that hashes and counts bytes on their way to storage, so a blob is hashed in the
- * same pass that writes it and is never held whole in memory.
+ * Counts and hashes the bytes of a blob on their way to storage, refusing them past a limit: what
+ * every writer of a blob does to each piece (Blake3Tap in a pipeline, the local store's sink).
  */
-export class Blake3Tap extends Transform {
+export class Blake3Count {
   private readonly hasher = new Blake3Hasher();
   private bytes = 0;
 
-  constructor(private readonly maxBytes = Number.POSITIVE_INFINITY) {
-    super();
-  }
+  constructor(private readonly maxBytes = Number.POSITIVE_INFINITY) {}
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+  /** Takes a piece in; a TooLargeError (the piece not hashed) once the bytes pass the limit. */
+  add(chunk: Buffer): TooLargeError | null {
     this.bytes += chunk.length;
-    if (this.bytes > this.maxBytes) {
-      done(new TooLargeError(this.maxBytes));
-      return;
-    }
+    if (this.bytes > this.maxBytes) return new TooLargeError(this.maxBytes);
     this.hasher.update(chunk);
-    done(null, chunk);
+    return null;
   }
 
   get size(): number {
     return this.bytes;
   }
 
-  /** Hex digest; call after the stream has finished. */
+  /** Hex digest; call after the last piece. */
   digest(): string {
     return this.hasher.digest('hex');
+  }
+}
+
+/**
+ * A pass-through that hashes and counts bytes on their way to storage, so a blob is hashed in the
+ * same pass that writes it and is never held whole in memory.
+ */
+export class Blake3Tap extends Transform {
+  private readonly count: Blake3Count;
+
+  constructor(maxBytes = Number.POSITIVE_INFINITY) {
+    super();
+    this.count = new Blake3Count(maxBytes);
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    const refused = this.count.add(chunk);
+    if (refused) done(refused);
+    else done(null, chunk);
+  }
+
+  get size(): number {
+    return this.count.size;
+  }
+
+  /** Hex digest; call after the stream has finished. */
+  digest(): string {
+    return this.count.digest();
   }
 }
 

@@ -1,7 +1,6 @@
 import type { FileHandle } from 'node:fs/promises';
 import { Writable } from 'node:stream';
-import { Blake3Hasher } from '@napi-rs/blake-hash';
-import { TooLargeError } from './limits.js';
+import { Blake3Count } from './blake3.js';
 
 // Bytes arrive in network-sized pieces (64 KiB). Written as they come, a 5 MB body takes some
 // eighty trips to the thread pool, each costing more than its copy into the page cache; gathered
@@ -19,28 +18,23 @@ const BATCH_BYTES = 1024 * 1024;
  * reset connection, and `diskError` says why nothing can be kept.
  */
 export class HashedFileSink extends Writable {
-  private readonly hasher = new Blake3Hasher();
+  private readonly count: Blake3Count;
   private batch: Buffer[] = [];
   private batchBytes = 0;
-  private bytes = 0;
   private failure: Error | null = null;
 
   constructor(
     private readonly file: FileHandle,
-    private readonly maxBytes = Number.POSITIVE_INFINITY,
+    maxBytes = Number.POSITIVE_INFINITY,
   ) {
     super({ highWaterMark: BATCH_BYTES });
+    this.count = new Blake3Count(maxBytes);
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, done: (err?: Error | null) => void): void {
-    this.bytes += chunk.length;
-    if (this.bytes > this.maxBytes) {
-      done(new TooLargeError(this.maxBytes));
-      return;
-    }
-    this.hasher.update(chunk);
-    if (this.failure) {
-      done();
+    const refused = this.count.add(chunk);
+    if (refused || this.failure) {
+      done(refused);
       return;
     }
     this.batch.push(chunk);
@@ -71,7 +65,7 @@ export class HashedFileSink extends Writable {
   }
 
   get size(): number {
-    return this.bytes;
+    return this.count.size;
   }
 
   /** Why the bytes could not be written, once the stream has finished; null when all were. */
@@ -81,7 +75,7 @@ export class HashedFileSink extends Writable {
 
   /** Hex digest; call after the stream has finished. */
   digest(): string {
-    return this.hasher.digest('hex');
+    return this.count.digest();
   }
 }
 
