@@ -61,7 +61,7 @@ if (process.argv[2] === 'floor') {
 }
 
 async function main() {
-  const { admin, benchEnv, closeRequests, dropDatabase, machine, migrate, percentile, quietMachine, request, rssBytes, start, stop, ROOT } = await import('./support.mjs');
+  const { admin, benchEnv, closeRequests, cpuMs, dropDatabase, machine, machineBusyMs, migrate, percentile, postgresCpuMs, quietMachine, redisCpuMs, request, rssBytes, start, stop, ROOT } = await import('./support.mjs');
   const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 200);
   const LARGE_RUNS = Number(process.env.BENCH_LARGE_RUNS ?? 3);
   const LARGE_BYTES = 200 * 1024 * 1024;
@@ -177,6 +177,31 @@ async function main() {
     return { ms: performance.now() - started, job };
   }
 
+  /**
+   * Where the CPU of a phase goes, per job: each process of the stack, PostgreSQL, Redis, this
+   * client, and the whole machine. `track(stack)` starts a tally; `during(fn)` adds fn's CPU to it.
+   */
+  function cpuTally(stack) {
+    const sum = (procs) => procs.reduce((ms, proc) => ms + cpuMs(proc.pid), 0);
+    const now = () => {
+      const self = process.cpuUsage();
+      return { api: cpuMs(stack.api.pid), workers: sum(stack.workers), engines: sum(stack.engines), postgres: postgresCpuMs(), redis: redisCpuMs(), client: (self.user + self.system) / 1000, machine: machineBusyMs() };
+    };
+    const used = { api: 0, workers: 0, engines: 0, postgres: 0, redis: 0, client: 0, machine: 0 };
+    return {
+      async during(fn) {
+        const before = now();
+        await fn();
+        const after = now();
+        for (const k of Object.keys(used)) used[k] += after[k] - before[k];
+      },
+      /** "api 1.2, workers 3.4, ...": ms per job over `jobs` jobs. */
+      perJob(jobs, parts) {
+        return parts.map((k) => `${k} ${f1(used[k] / jobs)}`).join(', ');
+      },
+    };
+  }
+
   const commit = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']).toString().trim();
   const dirty = execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no']).toString().trim() ? '+changes' : '';
   const lscpu = spawnSync('lscpu', [], { encoding: 'utf8' }).stdout ?? '';
@@ -218,17 +243,21 @@ async function main() {
         // the same 8 callers split over the two engines. Rounds of 5 jobs per caller alternate.
         const eng = [];
         const stk = [];
+        const engCpu = cpuTally(stack);
+        const stkCpu = cpuTally(stack);
         const rounds = Math.max(4, Math.round(ROUNDS / 20));
         for (let r = 0; r < rounds; r++) {
           const phases = [
-            () => Promise.all(keys.map(async (_, c) => { for (let k = 0; k < 5; k++) eng.push(await engines[c % 2].run(image(nextColor()))); })),
-            () => Promise.all(keys.map(async (key) => { for (let k = 0; k < 5; k++) stk.push((await stackRun(stack.api, key, image(nextColor()))).ms); })),
+            () => engCpu.during(() => Promise.all(keys.map(async (_, c) => { for (let k = 0; k < 5; k++) eng.push(await engines[c % 2].run(image(nextColor()))); }))),
+            () => stkCpu.during(() => Promise.all(keys.map(async (key) => { for (let k = 0; k < 5; k++) stk.push((await stackRun(stack.api, key, image(nextColor()))).ms); }))),
           ];
           if (r % 2) phases.reverse();
           for (const phase of phases) await phase();
         }
         const added = p(stk, 0.5) - p(eng, 0.5);
         console.log(`8 in flight from 8 tenants on 2 workers, ${stk.length} jobs each side: engine alone median ${f1(p(eng, 0.5))} ms, p90 ${f1(p(eng, 0.9))} ms; whole stack median ${f1(p(stk, 0.5))} ms, p90 ${f1(p(stk, 0.9))} ms`);
+        // On two cores the stack's side runs the machine nearly flat out: this says which process spends it.
+        console.log(`   CPU per job, ms: engine alone: ${engCpu.perJob(eng.length, ['engines', 'client', 'machine'])}; whole stack: ${stkCpu.perJob(stk.length, ['api', 'workers', 'engines', 'postgres', 'redis', 'client', 'machine'])}`);
         row('added latency, 8 in flight / 8 tenants / 2 workers (median)', `${f1(added)} ms (×${(p(stk, 0.5) / p(eng, 0.5)).toFixed(1)})`, '< 15 ms', added < 15);
       }
 

@@ -53,10 +53,12 @@ process.on('exit', () => running.forEach((child) => child.kill('SIGKILL')));
 
 // BENCH_API_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", adds Node options to the API
 // processes a bench starts (a profile is written when the API stops).
-const apiNodeArgs = (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const nodeArgs = (name) => (process.env[name] ?? '').split(' ').filter(Boolean);
+// Extra node flags for one kind of service (--cpu-prof, --trace-gc), e.g. BENCH_WORKER_NODE_ARGS.
+const extraNodeArgs = { 'apps/api/src/main.js': nodeArgs('BENCH_API_NODE_ARGS'), 'apps/worker/src/main.js': nodeArgs('BENCH_WORKER_NODE_ARGS') };
 
 export function start(entry, env, readyMessage = 'listening') {
-  const extra = entry === 'apps/api/src/main.js' ? apiNodeArgs : [];
+  const extra = extraNodeArgs[entry] ?? [];
   const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...extra, `${ROOT}dist/${entry}`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   child.once('exit', () => running.delete(child));
@@ -110,6 +112,24 @@ export function postgresCpuMs() {
   }
   for (const pid of postgresSeen.keys()) if (!alive.has(pid)) postgresSeen.delete(pid);
   return postgresTotal;
+}
+
+/** CPU time of the Redis server on the machine, in ms, as a counter (shared: run nothing else against it). */
+export function redisCpuMs() {
+  let total = 0;
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'redis-server') total += cpuMs(pid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
+/** CPU time every process of the machine has used so far, in ms (/proc/stat's busy ticks). */
+export function machineBusyMs() {
+  return machineTicks().busy * 10;
 }
 
 /** Busy and total CPU ticks of the whole machine so far (/proc/stat's first line). */
