@@ -1,10 +1,18 @@
-/** Runs the latest call at most once per interval: the first at once, the last one never lost. */
+/**
+ * Runs the latest call at most once per interval, the last one never lost. The first runs at once,
+ * or (`fromStart`) only once an interval has passed since the throttle was made.
+ */
 export class Throttle {
-  private last = 0;
+  private last: number;
   private pending: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly intervalMs: number) {}
+  constructor(
+    private readonly intervalMs: number,
+    options: { fromStart?: boolean } = {},
+  ) {
+    this.last = options.fromStart ? Date.now() : 0;
+  }
 
   run(fn: () => void): void {
     const wait = this.last + this.intervalMs - Date.now();
