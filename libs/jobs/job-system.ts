@@ -73,7 +73,7 @@ export function createJobSystem({ config, db, redis, store, role, jobs = new Job
   const queue = createRunQueue(connection as never, keys);
   const events = new JobEventLog(redis, keys, config.jobs.retentionSeconds * 1000);
   const registry = new WorkerRegistry(redis, keys);
-  const dispatcher = new Dispatcher(jobs, redis, queue, registry, keys);
+  const dispatcher = new Dispatcher(jobs, redis, queue, keys);
   const sweeper = new Sweeper(db, redis, queue, registry, dispatcher, events, store, keys, {
     creditsPerSecond: config.jobs.creditsPerSecond,
     maxAttempts: config.jobs.maxAttempts,

@@ -45,8 +45,22 @@ export class WorkerRegistry {
     return live;
   }
 
-  /** Workers able to run a job now or when their current one ends. */
-  async readyCount(): Promise<number> {
-    return (await this.list()).filter((w) => (w.state === 'idle' || w.state === 'busy') && w.engineReady).length;
-  }
 }
+
+/**
+ * A Lua function for scripts that read the registry where it is (the dispatcher's): how many
+ * workers can run a job now or when their current one ends, that is idle or busy, their engine
+ * answering, and heard from within WORKER_STALE_MS of `nowMs`. `key` is JobKeys.workers.
+ */
+export const READY_WORKERS_LUA = `
+local function readyWorkers(key, nowMs)
+  local ready = 0
+  for _, text in ipairs(redis.call('HVALS', key)) do
+    local ok, w = pcall(cjson.decode, text)
+    if ok and type(w) == 'table' and (w.state == 'idle' or w.state == 'busy') and w.engineReady == true
+        and type(w.at) == 'number' and nowMs - w.at <= ${WORKER_STALE_MS} then
+      ready = ready + 1
+    end
+  end
+  return ready
+end`;

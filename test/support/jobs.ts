@@ -18,7 +18,7 @@ export class JobsProbe {
     this.redis = new Redis(TEST_REDIS_URL);
     this.queue = createRunQueue({ url: TEST_REDIS_URL, maxRetriesPerRequest: null } as never, this.keys);
     this.registry = new WorkerRegistry(this.redis, this.keys);
-    this.dispatcher = new Dispatcher(stack.db, this.redis, this.queue, this.registry, this.keys);
+    this.dispatcher = new Dispatcher(stack.db, this.redis, this.queue, this.keys);
   }
 
   async place(accountId: string, workflow: object, extraData?: Record<string, unknown>): Promise<string> {

@@ -32,7 +32,7 @@ describe('sweeper', () => {
     queue = createRunQueue({ url: stack.services.redisUrl } as never, keys);
     registry = new WorkerRegistry(redis, keys);
     events = new JobEventLog(redis, keys, 60_000);
-    dispatcher = new Dispatcher(db(), redis, queue, registry, keys);
+    dispatcher = new Dispatcher(db(), redis, queue, keys);
     sweeper = new Sweeper(db(), redis, queue, registry, dispatcher, events, store, keys, {
       creditsPerSecond: 1,
       maxAttempts: 2,
@@ -206,6 +206,43 @@ describe('sweeper', () => {
       await registry.remove('w-dispatch');
     }
   });
+  it('hands out as many jobs as ready workers less the runs BullMQ holds, read where the lock is taken', async () => {
+    const account = await stack.account({ name: 'slots', tier: 'enterprise' });
+    await db().job.deleteMany({ where: { status: { in: ['queued', 'running'] } } });
+    await queue.obliterate({ force: true });
+    await db().job.createMany({ data: Array.from({ length: 5 }, () => ({ accountId: account.id, workflow: {}, expiresAt: new Date(Date.now() + 3_600_000) })) });
+    const handedOut = () => db().job.count({ where: { accountId: account.id, dispatchedAt: { not: null } } });
+    // Ready: idle or busy, engine answering, heard from within 5 s. Not: starting, stopping, an
+    // engine away, silent for 6 s, or a report that does not parse.
+    const ready = ['w-idle', 'w-busy'];
+    await registry.report({ id: 'w-idle', state: 'idle', jobId: null, engineReady: true });
+    await registry.report({ id: 'w-busy', state: 'busy', jobId: null, engineReady: true });
+    await registry.report({ id: 'w-starting', state: 'starting', jobId: null, engineReady: true });
+    await registry.report({ id: 'w-stopping', state: 'stopping', jobId: null, engineReady: true });
+    await registry.report({ id: 'w-no-engine', state: 'idle', jobId: null, engineReady: false });
+    await redis.hset(keys.workers, 'w-silent', JSON.stringify({ id: 'w-silent', state: 'idle', jobId: null, engineReady: true, at: Date.now() - 6_000 }));
+    await redis.hset(keys.workers, 'w-garbled', '{"state": "idle", ');
+    // A run BullMQ already holds takes one of the two.
+    await queue.add('run', { jobId: crypto.randomUUID(), accountId: account.id }, { jobId: 'held-run' });
+    try {
+      await dispatcher.kick();
+      expect(await handedOut()).toBe(ready.length - 1);
+      expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 2 });
+      // Both slots are now taken: another kick hands out nothing.
+      await dispatcher.kick();
+      expect(await dispatcher.pass()).toBe(0);
+      expect(await handedOut()).toBe(1);
+      // A third ready worker frees one slot.
+      await registry.report({ id: 'w-third', state: 'busy', jobId: 'x', engineReady: true });
+      await dispatcher.kick();
+      expect(await handedOut()).toBe(2);
+    } finally {
+      await redis.del(keys.workers);
+      await queue.obliterate({ force: true });
+      await db().job.deleteMany({ where: { accountId: account.id } });
+    }
+  });
+
   // Retention deletes a blob once no asset references it: the row, then the bytes. An upload of
   // the very same bytes can land in between: its own copy of the bytes written just before they
   // are deleted, its record made just after. It must find out, not keep an asset with no bytes.
