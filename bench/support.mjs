@@ -51,10 +51,9 @@ export function admin(env, ...args) {
 const running = new Set();
 process.on('exit', () => running.forEach((child) => child.kill('SIGKILL')));
 
-// BENCH_API_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", adds Node options to the API
-// processes a bench starts (a profile is written when the API stops).
+// BENCH_API_NODE_ARGS and BENCH_WORKER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", add
+// Node options to the API or worker processes a bench starts (a profile is written when one stops).
 const nodeArgs = (name) => (process.env[name] ?? '').split(' ').filter(Boolean);
-// Extra node flags for one kind of service (--cpu-prof, --trace-gc), e.g. BENCH_WORKER_NODE_ARGS.
 const extraNodeArgs = { 'apps/api/src/main.js': nodeArgs('BENCH_API_NODE_ARGS'), 'apps/worker/src/main.js': nodeArgs('BENCH_WORKER_NODE_ARGS') };
 
 export function start(entry, env, readyMessage = 'listening') {
