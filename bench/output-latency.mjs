@@ -179,7 +179,7 @@ async function main() {
 
   /**
    * Where the CPU of a phase goes, per job: each process of the stack, PostgreSQL, Redis, this
-   * client, and the whole machine. `track(stack)` starts a tally; `during(fn)` adds fn's CPU to it.
+   * client, and the whole machine. `during(fn)` adds fn's CPU to the tally; `perJob` divides it.
    */
   function cpuTally(stack) {
     const sum = (procs) => procs.reduce((ms, proc) => ms + cpuMs(proc.pid), 0);

@@ -89,42 +89,36 @@ export function cpuMs(pid) {
 }
 
 /**
- * CPU time of the PostgreSQL processes on the machine, in ms, as a counter: the difference between
- * two readings is what they used in between. The server is shared, so run nothing else against it
- * while measuring. A backend that exits in between takes its time since the first reading with it
- * (short of the truth, never negative); one started in between counts whole.
+ * CPU time of a shared server's processes on the machine (by their command name), in ms, as a
+ * counter: the difference between two readings is what they used in between. Run nothing else
+ * against the server while measuring. A process that exits in between takes its time since the
+ * first reading with it (short of the truth, never negative); one started in between counts whole.
  */
-const postgresSeen = new Map();
-let postgresTotal = 0;
-export function postgresCpuMs() {
+const serverCounters = new Map();
+function serverCpuMs(comm) {
+  const counter = serverCounters.get(comm) ?? { seen: new Map(), total: 0 };
+  serverCounters.set(comm, counter);
   const alive = new Set();
   for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== comm) continue;
       const ms = cpuMs(pid);
-      postgresTotal += ms - (postgresSeen.get(pid) ?? 0);
-      postgresSeen.set(pid, ms);
+      counter.total += ms - (counter.seen.get(pid) ?? 0);
+      counter.seen.set(pid, ms);
       alive.add(pid);
     } catch {
       // gone meanwhile
     }
   }
-  for (const pid of postgresSeen.keys()) if (!alive.has(pid)) postgresSeen.delete(pid);
-  return postgresTotal;
+  for (const pid of counter.seen.keys()) if (!alive.has(pid)) counter.seen.delete(pid);
+  return counter.total;
 }
 
-/** CPU time of the Redis server on the machine, in ms, as a counter (shared: run nothing else against it). */
-export function redisCpuMs() {
-  let total = 0;
-  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'redis-server') total += cpuMs(pid);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return total;
-}
+/** PostgreSQL's CPU time (every backend), in ms, as a counter (see serverCpuMs). */
+export const postgresCpuMs = () => serverCpuMs('postgres');
+
+/** Redis's CPU time, in ms, as a counter (see serverCpuMs). */
+export const redisCpuMs = () => serverCpuMs('redis-server');
 
 /** CPU time every process of the machine has used so far, in ms (/proc/stat's busy ticks). */
 export function machineBusyMs() {

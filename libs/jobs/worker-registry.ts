@@ -44,7 +44,6 @@ export class WorkerRegistry {
     }
     return live;
   }
-
 }
 
 /**
