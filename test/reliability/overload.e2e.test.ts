@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { mintRouterToken } from '#libs/auth';
@@ -17,7 +18,7 @@ import { V1Socket } from '../v1/v1-world.js';
  * other processes: it must answer every request (served, or refused with 503 and Retry-After in
  * its surface's shape), drop no connection, keep /healthz answering, say it is not ready while it
  * sheds, leave open streams alone, and serve normally again once the pressure ends. The API runs
- * on its default thresholds.
+ * on its default thresholds but two, lowered so that the burst overloads it on any machine.
  */
 const RATE = 400; // requests/s offered: three to four times what the API serves with its cores taken
 const SECONDS = 10;
@@ -222,7 +223,7 @@ describe('overload: a burst far above capacity while other processes keep both c
     ];
     console.log(figures.join('\n'));
     report.record({
-      tried: `${RATE} requests/s for ${SECONDS} s on v2, v1 and the router while two busy processes take both cores (default thresholds)`,
+      tried: `${RATE} requests/s for ${SECONDS} s on v2, v1 and the router while two busy processes take both cores (24 requests in flight, 32 waiting connections)`,
       count: outcomes.length,
       outcome: `${outcomes.length - noAnswer.length} answered (${served.length} served, ${shed.length} shed with 503 + Retry-After: ${[...shedReasons].map(([r, n]) => `${r} ${n}`).join(', ')}), ${other.length} other, ${noAnswer.length} unanswered; at the client p99 ${Math.round(pct(latencies, 0.99))} ms, max ${Math.round(pct(latencies, 1))} ms (its own loop up to ${Math.round(clientLag.max / 1e6)} ms late); accept queue peak ${acceptQueuePeak}`,
       held: noAnswer.length === 0 && other.length === 0 && shed.length > 0 && shed.every((o) => o.wellFormed503),
@@ -248,4 +249,52 @@ describe('overload: a burst far above capacity while other processes keep both c
     expect([after?.status, v1After?.status, socketAlive]).toEqual([201, 200, true]);
     expect(sseFinal).toBe('succeeded');
   }, 120_000);
+});
+
+describe('readiness and the in-flight limit', () => {
+  const stack = new TestStack('local');
+  let api: RunningProcess;
+
+  beforeAll(async () => {
+    await stack.open();
+    // One request in flight is the limit; short samples so the start's grace period ends quickly.
+    api = await stack.startApi({ OVERLOAD_MAX_REQUESTS_IN_FLIGHT: '1', OVERLOAD_RETRY_AFTER_SECONDS: '1', OVERLOAD_SAMPLE_INTERVAL_MS: '100' });
+    await sleep(300);
+  }, 60_000);
+  afterAll(() => stack.close());
+
+  it('says not ready while the limit is reached, and for the Retry-After of its last refusal once it is not', async () => {
+    const tenant = await stack.account();
+    // A submission whose body never finishes holds the one place.
+    const held = net.connect(api.port, '127.0.0.1');
+    await new Promise((resolve) => held.once('connect', resolve));
+    held.write(`POST /api/v2/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${tenant.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"workflow":`);
+    let atLimit: Reply | null = null;
+    for (let i = 0; i < 50; i++) {
+      atLimit = await call(`${api.url}/readyz`);
+      if (atLimit.status === 503) break;
+      await sleep(20);
+    }
+    expect(atLimit?.body.checks.load).toBe('error: 1 requests in flight, the limit');
+
+    const refused = await call(`${api.url}/api/v2/jobs`, { headers: bearer(tenant.key) });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+
+    // The held request gone, the limit is no longer reached, but a client was just told to come back in 1 s.
+    held.destroy();
+    let afterRefusal: Reply | null = null;
+    for (let i = 0; i < 50; i++) {
+      afterRefusal = await call(`${api.url}/readyz`);
+      if (!/requests in flight/.test(afterRefusal.body.checks.load)) break;
+      await sleep(10);
+    }
+    expect(afterRefusal?.status).toBe(503);
+    expect(afterRefusal?.body.checks.load).toMatch(/^error: refused a request \d+ ms ago \(requests_in_flight\)$/);
+
+    await sleep(1000);
+    const ready = await call(`${api.url}/readyz`);
+    expect([ready.status, ready.body.checks.load]).toEqual([200, 'ok']);
+    expect((await call(`${api.url}/api/v2/jobs`, { headers: bearer(tenant.key) })).status).toBe(200);
+  }, 30_000);
 });

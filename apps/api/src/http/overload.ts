@@ -58,6 +58,8 @@ class LoadShedder {
   private inFlight = 0;
   private acceptQueue = 0;
   private acceptQueueLong = false;
+  /** The last refusal: readiness stays off for the Retry-After it gave (see reason()). */
+  private lastRefusal: { at: number; reason: string } | null = null;
 
   constructor(config: Config) {
     this.limits = config.overload;
@@ -111,12 +113,16 @@ class LoadShedder {
     return !this.acceptQueueLong;
   }
 
-  /** What makes the replica shed now, or null. */
+  /**
+   * What makes the replica shed now, or null. A refusal keeps it for the Retry-After the refusal
+   * gave: the in-flight limit comes and goes between two requests, and a balancer asking for
+   * readiness a moment later should still hear that this replica is turning clients away.
+   */
   reason(): string | null {
     if (Date.now() < this.warmedUpAt) return null;
     const max = this.limits.maxRequestsInFlight;
     if (max > 0 && this.inFlight >= max) return `${this.inFlight} requests in flight, the limit`;
-    if (!this.fastify.isUnderPressure()) return null;
+    if (!this.fastify.isUnderPressure()) return this.recentRefusal();
     const usage = this.fastify.memoryUsage();
     const l = this.limits;
     if (l.maxEventLoopDelayMs > 0 && usage.eventLoopDelay > l.maxEventLoopDelayMs) {
@@ -131,6 +137,12 @@ class LoadShedder {
     return `event loop utilization ${usage.eventLoopUtilized.toFixed(3)} over ${l.maxEventLoopUtilization}`;
   }
 
+  private recentRefusal(): string | null {
+    if (!this.lastRefusal) return null;
+    const ago = Date.now() - this.lastRefusal.at;
+    return ago < this.limits.retryAfterSeconds * 1000 ? `refused a request ${ago} ms ago (${this.lastRefusal.reason})` : null;
+  }
+
   private exempt(request: FastifyRequest): boolean {
     return this.alwaysServed.has(request.routeOptions.url ?? '');
   }
@@ -138,6 +150,7 @@ class LoadShedder {
   /** Counts a refusal and returns the error that answers it. */
   private refuse(request: FastifyRequest, reply: FastifyReply, reason: string): ApiError {
     requestShed(reason);
+    this.lastRefusal = { at: Date.now(), reason };
     return this.overloaded;
   }
 
