@@ -18,14 +18,18 @@ interface Hold {
   writtenAt: number | null;
 }
 
+/** A workspace's holds and their sum: a busy workspace has thousands (two seconds of charges), and every call reads the sum. */
+interface Holds {
+  list: Hold[];
+  cents: bigint;
+}
+
 const NOTHING_HELD: HeldCharge = () => undefined;
 
 @Injectable()
 export class RouterCreditsService {
   // Per workspace, the holds of calls in flight and of charges written since the last read.
-  private readonly holds = new Map<string, Hold[]>();
-  // When the database read that produced each cached account object began.
-  private readonly readStarts = new WeakMap<Account, number>();
+  private readonly holds = new Map<string, Holds>();
 
   /**
    * Holds a call's price against the workspace's balance until the call's charge settles. A hold
@@ -35,9 +39,13 @@ export class RouterCreditsService {
   hold(accountId: string, cents: number): HeldCharge {
     if (cents <= 0) return NOTHING_HELD;
     const hold: Hold = { cents: BigInt(cents), writtenAt: null };
-    const list = this.holds.get(accountId);
-    if (list) list.push(hold);
-    else this.holds.set(accountId, [hold]);
+    const held = this.holds.get(accountId);
+    if (held) {
+      held.list.push(hold);
+      held.cents += hold.cents;
+    } else {
+      this.holds.set(accountId, { list: [hold], cents: hold.cents });
+    }
     let settled = false;
     return (written) => {
       if (settled) return;
@@ -50,14 +58,14 @@ export class RouterCreditsService {
   /**
    * Called with each account the cache reads from the database, and the time that read began:
    * charges written before it are in its balance (and in every later read's), so their holds go.
+   * So every hold still kept is one that no read of the account can contain yet.
    */
   observed(account: Account, readStartedAt: number): void {
-    this.readStarts.set(account, readStartedAt);
-    const list = this.holds.get(account.id);
-    if (!list) return;
-    const kept = list.filter((h) => h.writtenAt === null || h.writtenAt >= readStartedAt);
-    if (kept.length > 0) this.holds.set(account.id, kept);
-    else this.holds.delete(account.id);
+    const held = this.holds.get(account.id);
+    if (!held) return;
+    const kept = held.list.filter((h) => h.writtenAt === null || h.writtenAt >= readStartedAt);
+    if (kept.length === 0) this.holds.delete(account.id);
+    else if (kept.length < held.list.length) this.holds.set(account.id, { list: kept, cents: kept.reduce((sum, h) => sum + h.cents, 0n) });
   }
 
   /**
@@ -67,20 +75,16 @@ export class RouterCreditsService {
    * that only delays a call, erring high would let a workspace run past zero).
    */
   available(account: Account): bigint {
-    const list = this.holds.get(account.id);
-    if (!list) return account.creditBalance;
-    const readAt = this.readStarts.get(account) ?? Number.NEGATIVE_INFINITY;
-    let balance = account.creditBalance;
-    for (const h of list) if (h.writtenAt === null || h.writtenAt >= readAt) balance -= h.cents;
-    return balance;
+    return account.creditBalance - (this.holds.get(account.id)?.cents ?? 0n);
   }
 
   /** One settled hold removed in place: the list holds every call in flight, settled one by one. */
   private remove(accountId: string, hold: Hold): void {
-    const list = this.holds.get(accountId);
-    const at = list ? list.indexOf(hold) : -1;
+    const held = this.holds.get(accountId);
+    const at = held ? held.list.indexOf(hold) : -1;
     if (at < 0) return;
-    list!.splice(at, 1);
-    if (list!.length === 0) this.holds.delete(accountId);
+    held!.list.splice(at, 1);
+    held!.cents -= hold.cents;
+    if (held!.list.length === 0) this.holds.delete(accountId);
   }
 }
