@@ -136,7 +136,12 @@ describe('worker faults: never stuck, nothing lost', () => {
     const hasher = new Blake3Hasher();
     for await (const chunk of await new EngineClient(pair.engine.url).view({ filename: out.name, subfolder: '', type: 'output' })) hasher.update(chunk as Buffer);
     expect(out.asset.blobHash).toBe(hasher.digest('hex'));
-    expect(peak - baseline).toBeLessThan(96);
+    // Never held whole: well under the 200 MB. Through /view each socket read is a new Buffer, and
+    // V8 may leave up to its 64 MiB external-memory limit of spent ones for the next collection
+    // (libs/runtime), so a run grows by 37-39 MiB or, when no collection falls inside the
+    // transfer, by 100-106 MiB (both seen on the same machine). The bench's 64 MiB target is for
+    // the path the pods use, the engine's folder (bench/output-latency.mjs: under 1 MiB).
+    expect(peak - baseline).toBeLessThan(128);
     await pair.worker.stop();
     await pair.engine.stop();
   }, 120_000);
