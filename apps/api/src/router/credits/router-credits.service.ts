@@ -63,9 +63,12 @@ export class RouterCreditsService {
   observed(account: Account, readStartedAt: number): void {
     const held = this.holds.get(account.id);
     if (!held) return;
-    const kept = held.list.filter((h) => h.writtenAt === null || h.writtenAt >= readStartedAt);
-    if (kept.length === 0) this.holds.delete(account.id);
-    else if (kept.length < held.list.length) this.holds.set(account.id, { list: kept, cents: kept.reduce((sum, h) => sum + h.cents, 0n) });
+    held.list = held.list.filter((h) => {
+      const contained = h.writtenAt !== null && h.writtenAt < readStartedAt;
+      if (contained) held.cents -= h.cents;
+      return !contained;
+    });
+    if (held.list.length === 0) this.holds.delete(account.id);
   }
 
   /**
@@ -81,10 +84,10 @@ export class RouterCreditsService {
   /** One settled hold removed in place: the list holds every call in flight, settled one by one. */
   private remove(accountId: string, hold: Hold): void {
     const held = this.holds.get(accountId);
-    const at = held ? held.list.indexOf(hold) : -1;
-    if (at < 0) return;
-    held!.list.splice(at, 1);
-    held!.cents -= hold.cents;
-    if (held!.list.length === 0) this.holds.delete(accountId);
+    const at = held?.list.indexOf(hold) ?? -1;
+    if (!held || at < 0) return;
+    held.list.splice(at, 1);
+    held.cents -= hold.cents;
+    if (held.list.length === 0) this.holds.delete(accountId);
   }
 }
