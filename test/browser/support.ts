@@ -47,7 +47,9 @@ export async function launchChromium(): Promise<Browser> {
     newPage: () => context.newPage(),
     async close() {
       await context.close();
-      await rm(profile, { recursive: true, force: true });
+      // Chromium's helper processes can still be writing the profile just after the close resolves
+      // (ENOTEMPTY on rmdir): rm retries those.
+      await rm(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }
