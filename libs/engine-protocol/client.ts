@@ -68,6 +68,8 @@ export interface ViewResponse {
   contentLength: number | null;
   /** The file the bytes come from, when they are read from the engine's folder on this machine. */
   file?: string;
+  /** The whole output, when it is small and was read from that folder: `stream` reads these. */
+  bytes?: Buffer;
 }
 
 type Uploadable = Readable | Buffer | Uint8Array | AsyncIterable<Uint8Array>;
@@ -314,7 +316,7 @@ export class EngineClient {
   async viewWithInfo(req: ViewRequest, signal?: AbortSignal): Promise<ViewResponse> {
     const local = this.outputDir ? await openOutputFile(this.outputDir, req) : null;
     // The engine's content type is only a fallback for names that do not tell theirs (contentTypeFor).
-    if (local) return { stream: local.stream, contentType: null, contentLength: local.size, file: local.file };
+    if (local) return { stream: local.stream, contentType: null, contentLength: local.size, file: local.file, ...(local.bytes ? { bytes: local.bytes } : {}) };
     const q = new URLSearchParams({ filename: req.filename, subfolder: req.subfolder ?? '', type: req.type ?? 'output' });
     const path = `/view?${q.toString()}`;
     const res = await this.request('GET', path, { signal, timeout: false });

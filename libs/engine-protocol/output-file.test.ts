@@ -49,7 +49,25 @@ describe('outputs read from the engine output folder', () => {
     expect(view.contentLength).toBe('from the folder'.length);
     expect(view.contentType).toBeNull();
     expect(await text(view.stream)).toBe('from the folder');
+    expect(view.bytes?.toString()).toBe('from the folder');
     expect(served).toEqual([]);
+  });
+
+  test('a small output comes whole with its bytes; a large one streams from the open file', async () => {
+    const large = Buffer.alloc(1024 * 1024 + 1, 'x');
+    writeFileSync(path.join(root, 'output', 'sub', 'large.bin'), large);
+    const view = await client.viewWithInfo({ filename: 'large.bin', subfolder: 'sub', type: 'output' });
+    expect(view.bytes).toBeUndefined();
+    expect(view.file).toBe(path.join(root, 'output', 'sub', 'large.bin'));
+    const chunks: Buffer[] = [];
+    for await (const chunk of view.stream) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).equals(large)).toBe(true);
+
+    const limit = Buffer.alloc(1024 * 1024, 'y');
+    writeFileSync(path.join(root, 'output', 'sub', 'limit.bin'), limit);
+    const small = await client.viewWithInfo({ filename: 'limit.bin', subfolder: 'sub', type: 'output' });
+    expect(small.bytes?.equals(limit)).toBe(true);
+    expect(small.contentLength).toBe(limit.length);
   });
 
   test.each([

@@ -54,6 +54,12 @@ export interface BlobStore {
    * finished output). Throws when the file changed while it was being stored.
    */
   putFile(file: string, options?: { maxBytes?: number }): Promise<StoredBlob>;
+  /**
+   * The same for bytes already in memory (a small output, at most a few MiB): their hash is known
+   * before they are written. The local store writes them without leaving the event loop, which
+   * blocks it for the write: meant for a process that serves one job at a time (a worker).
+   */
+  putBytes(bytes: Buffer, options?: { maxBytes?: number }): Promise<StoredBlob>;
   has(hash: string): Promise<boolean>;
   /** Size in bytes, or null when the blob is not stored. */
   size(hash: string): Promise<number | null>;

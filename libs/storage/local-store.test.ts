@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import { blake3Hex } from './blake3.js';
 import { TooLargeError } from './limits.js';
 import { LocalBlobStore } from './local-store.js';
+import { StorageUnavailableError } from './unavailable.js';
 
 describe('LocalBlobStore', () => {
   let dir: string;
@@ -55,6 +56,25 @@ describe('LocalBlobStore', () => {
     await expect(store.put(over, { maxBytes: 1024 * 1024 })).rejects.toBeInstanceOf(TooLargeError);
     expect(over.destroyed).toBe(true);
     expect(await readdir(path.join(dir, 'blobs', 'tmp'))).toEqual([]);
+  });
+
+  it('stores bytes from memory under their blake3, once, as a stream of them would be', async () => {
+    const bytes = randomBytes(70_000);
+    const first = await store.putBytes(bytes);
+    expect(first).toMatchObject({ hash: blake3Hex(bytes), sizeBytes: bytes.length, created: true });
+    expect((await readAll(first.hash)).equals(bytes)).toBe(true);
+    expect(await store.putBytes(bytes)).toMatchObject({ hash: first.hash, created: false });
+    expect(await store.put(Readable.from([bytes]))).toMatchObject({ hash: first.hash, created: false });
+    expect(await store.putBytes(Buffer.alloc(0))).toMatchObject({ hash: blake3Hex(Buffer.alloc(0)), sizeBytes: 0, created: true });
+    await expect(store.putBytes(randomBytes(2048), { maxBytes: 1024 })).rejects.toBeInstanceOf(TooLargeError);
+    expect(await readdir(path.join(dir, 'blobs', 'tmp'))).toEqual([]);
+  });
+
+  it('says the store is unavailable when bytes from memory cannot be written', async () => {
+    // A file where the store's folder should be: nothing can be created under it.
+    const blocked = new LocalBlobStore(path.join(dir, 'not-a-folder'), 'secret-0123456789', '');
+    await writeFile(path.join(dir, 'not-a-folder'), 'x');
+    await expect(blocked.putBytes(randomBytes(100))).rejects.toBeInstanceOf(StorageUnavailableError);
   });
 
   it('serves ranges and whole files read in large pieces', async () => {

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, linkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { access, copyFile, link, mkdir, open, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { blake3File, isBlake3Hex } from './blake3.js';
+import { blake3File, blake3Hex, isBlake3Hex } from './blake3.js';
 import { blobKey, type BlobStore, type ByteRange, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
 import { drain } from './drain.js';
 import { HashedFileSink } from './hashed-file-sink.js';
@@ -113,15 +113,48 @@ export class LocalBlobStore implements BlobStore {
     }
   }
 
+  /**
+   * Synchronous calls: a small output's copy is a few system calls, each cheaper than the trip to
+   * the thread pool and back that an asynchronous call makes of it (five trips, about 1.5 ms of a
+   * small job on a 2-core VM).
+   */
+  async putBytes(bytes: Buffer, options: { maxBytes?: number } = {}): Promise<StoredBlob> {
+    if (options.maxBytes !== undefined && bytes.length > options.maxBytes) throw new TooLargeError(options.maxBytes);
+    const hash = blake3Hex(bytes);
+    const tmp = path.join(this.root, 'tmp', randomUUID());
+    try {
+      await this.ensureDirs();
+      writeFileSync(tmp, bytes, { flag: 'wx' });
+    } catch (err) {
+      throw new StorageUnavailableError(err);
+    }
+    try {
+      let linked: NodeJS.ErrnoException | null = null;
+      try {
+        linkSync(tmp, this.pathOf(hash));
+      } catch (err) {
+        linked = err as NodeJS.ErrnoException;
+      }
+      return this.filed(hash, bytes.length, linked);
+    } finally {
+      try {
+        unlinkSync(tmp);
+      } catch {
+        // Left for the temporary folder's own cleanup.
+      }
+    }
+  }
+
   /** Files the written bytes under their hash (the temporary file is the caller's to remove). */
   private async keep(tmp: string, hash: string, sizeBytes: number): Promise<StoredBlob> {
-    let created = true;
-    // link() fails when the target exists, so two writers of the same bytes cannot both "create" it.
-    await link(tmp, this.pathOf(hash)).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw new StorageUnavailableError(err);
-      created = false;
-    });
-    return { hash, sizeBytes, storageKey: blobKey(hash), created };
+    const linked = await link(tmp, this.pathOf(hash)).then(() => null, (err: NodeJS.ErrnoException) => err);
+    return this.filed(hash, sizeBytes, linked);
+  }
+
+  /** link() fails when the target exists, so two writers of the same bytes cannot both "create" it. */
+  private filed(hash: string, sizeBytes: number, linkError: NodeJS.ErrnoException | null): StoredBlob {
+    if (linkError && linkError.code !== 'EEXIST') throw new StorageUnavailableError(linkError);
+    return { hash, sizeBytes, storageKey: blobKey(hash), created: linkError === null };
   }
 
   async has(hash: string): Promise<boolean> {

@@ -15,10 +15,11 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { Blake3Tap, isBlake3Hex } from './blake3.js';
+import { Blake3Tap, blake3Hex, isBlake3Hex } from './blake3.js';
 import { contentDisposition, dispositionFor } from './content-disposition.js';
 import { blobKey, type BlobStore, type ByteRange, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
 import { drain } from './drain.js';
+import { TooLargeError } from './limits.js';
 import { StorageUnavailableError } from './unavailable.js';
 
 const PROBE_BYTES = Buffer.from('readiness probe\n');
@@ -87,6 +88,21 @@ export class S3BlobStore implements BlobStore {
   /** Streamed like any other body: S3 has no way to take a local file without it passing through. */
   async putFile(file: string, options: { maxBytes?: number } = {}): Promise<StoredBlob> {
     return this.put(createReadStream(file, { highWaterMark: 1024 * 1024 }), options);
+  }
+
+  /** The hash is known before the upload: the bytes go straight under it, no temporary key to copy. */
+  async putBytes(bytes: Buffer, options: { maxBytes?: number } = {}): Promise<StoredBlob> {
+    if (options.maxBytes !== undefined && bytes.length > options.maxBytes) throw new TooLargeError(options.maxBytes);
+    const hash = blake3Hex(bytes);
+    const Key = blobKey(hash);
+    try {
+      await this.ensureBucket();
+      if (await this.has(hash)) return { hash, sizeBytes: bytes.length, storageKey: Key, created: false };
+      await this.s3.send(new PutObjectCommand({ Bucket: this.settings.bucket, Key, Body: bytes, ContentLength: bytes.length }));
+      return { hash, sizeBytes: bytes.length, storageKey: Key, created: true };
+    } catch (err) {
+      throw new StorageUnavailableError(err);
+    }
   }
 
   async put(body: Readable, options: { maxBytes?: number } = {}): Promise<StoredBlob> {

@@ -1,4 +1,3 @@
-import type { Readable } from 'node:stream';
 import type { Job } from '#libs/db';
 import { EngineValidationError, pythonJsonDumps, type EngineMessage } from '#libs/engine-protocol';
 import { endedJobText, expiryError, isOwnDeadline, leaseToken, type EndedOutput, type Outcome, type RunLease } from '#libs/jobs';
@@ -7,8 +6,8 @@ import { jobExecutionObserved } from '#libs/metrics';
 import type { ProgressView } from '#libs/contracts';
 import { scopeEngineCache } from './cache-scope.js';
 import { removeStagedInputs, stageInputs, stagingFolder, StagingError, type ApiWorkflow, type StagedInputs } from './input-staging.js';
-import { OutputStore, OutputStoreError, type StoredOutput } from './output-store.js';
-import { PngPromptRewriter } from './png-prompt.js';
+import { OutputStore, OutputStoreError, type OutputBytesView, type StoredOutput } from './output-store.js';
+import { PngPromptRewriter, rewritePngPrompt } from './png-prompt.js';
 import { PromptWatch } from './prompt-watch.js';
 import { refusalMessage } from './refusal.js';
 import { RunContext, type EngineOutcome } from './run-context.js';
@@ -143,12 +142,16 @@ export class JobRun {
     // Saved images carry the workflow the tenant sent, not the one the engine ran (staged names,
     // cache scope). Written out for the first image only: the prompt does not wait for it.
     let promptText: string | null = null;
-    const tenantBytes = (name: string, bytes: Readable): Readable => {
-      if (!name.toLowerCase().endsWith('.png')) return bytes;
-      promptText ??= pythonJsonDumps(job.submittedWorkflow ?? job.workflow);
-      const rewriter = new PngPromptRewriter(promptText);
-      bytes.on('error', (err) => rewriter.destroy(err));
-      return bytes.pipe(rewriter);
+    const isPng = (name: string) => name.toLowerCase().endsWith('.png');
+    const tenantPrompt = () => (promptText ??= pythonJsonDumps(job.submittedWorkflow ?? job.workflow));
+    const tenantBytes: OutputBytesView = {
+      stream: (name, bytes) => {
+        if (!isPng(name)) return bytes;
+        const rewriter = new PngPromptRewriter(tenantPrompt());
+        bytes.on('error', (err) => rewriter.destroy(err));
+        return bytes.pipe(rewriter);
+      },
+      whole: (name, bytes) => (isPng(name) ? rewritePngPrompt(bytes, tenantPrompt()) : bytes),
     };
     const outputs = new OutputStore(db, store, engine, events, jobLog, lease, tenantBytes);
     const stored: StoredOutput[] = [];

@@ -24,6 +24,16 @@ export interface StoredOutput {
 // With the backoff below, a store that is away for up to about ten seconds costs no output.
 const ATTEMPTS = 6;
 
+/** What an output's bytes pass through on their way to the store: the tenant's view of them. */
+export interface OutputBytesView {
+  /** The output as it streams (a large one); the same stream when nothing changes it. */
+  stream(name: string, bytes: Readable): Readable;
+  /** The output whole in memory (a small one); the same buffer when nothing changes it. */
+  whole(name: string, bytes: Buffer): Buffer;
+}
+
+const UNCHANGED: OutputBytesView = { stream: (_name, bytes) => bytes, whole: (_name, bytes) => bytes };
+
 export class OutputStoreError extends Error {}
 
 /** The run no longer holds its job: what it made is not the job's. */
@@ -43,8 +53,7 @@ export class OutputStore {
     private readonly log: Log,
     /** The run storing them: an output is recorded only while the run still holds its job. */
     private readonly lease: RunLease,
-    /** What an output's bytes pass through on their way to the store (the tenant's view of them); the same stream when nothing changes them. */
-    private readonly prepare: (name: string, bytes: Readable) => Readable = (_name, bytes) => bytes,
+    private readonly view: OutputBytesView = UNCHANGED,
   ) {}
 
   async save(job: { id: string; accountId: string; expiresAt: Date; attempts: number }, nodeId: string, output: ReportedOutput): Promise<StoredOutput> {
@@ -66,16 +75,18 @@ export class OutputStore {
         try {
           if (output.kind === 'text') {
             reportedType = 'text/plain; charset=utf-8';
-            return await this.store.put(Readable.from([Buffer.from(output.text, 'utf8')]));
+            return await this.store.putBytes(Buffer.from(output.text, 'utf8'));
           }
           if (output.kind === 'bytes') {
             reportedType = output.contentType;
-            return await this.store.put(Readable.from([output.data]));
+            return await this.store.putBytes(output.data);
           }
           const view = await this.engine.viewWithInfo(output.ref);
           reportedType = view.contentType;
           try {
-            const bytes = this.prepare(name, view.stream);
+            // A small output read whole from the engine's folder goes to the store from memory.
+            if (view.bytes) return await this.store.putBytes(this.view.whole(name, view.bytes));
+            const bytes = this.view.stream(name, view.stream);
             // Bytes stored as the engine wrote them, from a file this machine sees: the store copies the file.
             if (bytes === view.stream && view.file) return await this.store.putFile(view.file);
             return await this.store.put(bytes);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
-import { PngPromptRewriter } from './png-prompt.js';
+import { PngPromptRewriter, rewritePngPrompt } from './png-prompt.js';
 import { pngTextChunks } from '../../../test/support/media.js';
 
 function chunk(type: string, data: Buffer): Buffer {
@@ -51,5 +51,14 @@ describe('PngPromptRewriter', () => {
   test('passes anything that is not a PNG through unchanged', async () => {
     const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(await rewrite(jpeg, 'x', 3)).toEqual(jpeg);
+    expect(rewritePngPrompt(jpeg, 'x')).toEqual(jpeg);
+  });
+
+  test('a whole file in memory comes out as the stream does', async () => {
+    const prompt = '{"1": {"inputs": {}}}';
+    expect(rewritePngPrompt(png, prompt)).toEqual(await rewrite(png, prompt, 64));
+    // A file cut short mid-chunk keeps its last bytes, as the stream keeps them.
+    const cut = png.subarray(0, png.length - 20);
+    expect(rewritePngPrompt(cut, prompt)).toEqual(await rewrite(cut, prompt, 64));
   });
 });

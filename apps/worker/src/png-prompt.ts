@@ -15,41 +15,38 @@ function keywordOf(data: Buffer): string | null {
 }
 
 /**
- * Rewrites the text chunks of a PNG stream that carry the prompt (`prompt`, as the engine's
- * SaveImage embeds it) to `promptText`, passing every other byte through as it streams: the image
- * data is never held whole. The engine embeds the prompt it ran, which holds the worker's staged
- * file names and its cache scope; a tenant's file carries the workflow the tenant sent instead.
- * A stream that is not a PNG passes through unchanged.
+ * Rewrites the text chunks of a PNG that carry the prompt (`prompt`, as the engine's SaveImage
+ * embeds it) to `promptText`, passing every other byte through as it comes: the image data is
+ * never held whole. The engine embeds the prompt it ran, which holds the worker's staged file
+ * names and its cache scope; a tenant's file carries the workflow the tenant sent instead. Bytes
+ * that are not a PNG pass through unchanged.
  *
  * Custom on purpose: a PNG library (pngjs, sharp) decodes the whole image and encodes it again;
- * this changes one chunk as the bytes stream past, so an output of any size passes in bounded
- * memory and its image data stays byte for byte what the engine wrote.
+ * this changes one chunk as the bytes pass, so an output of any size passes in bounded memory and
+ * its image data stays byte for byte what the engine wrote.
  */
-export class PngPromptRewriter extends Transform {
+class PromptChunkEditor {
   private pending: Buffer = Buffer.alloc(0);
   private state: 'signature' | 'header' | 'text' | 'copy' | 'passthrough' = 'signature';
   /** Bytes of the current chunk still to copy (data and CRC), in the `copy` state. */
   private copyLeft = 0;
   private textLength = 0;
 
-  constructor(private readonly promptText: string) {
-    super();
-  }
+  constructor(
+    private readonly promptText: string,
+    private readonly emit: (bytes: Buffer) => void,
+  ) {}
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+  /** The next piece of the file: emits what can be decided so far. */
+  feed(chunk: Buffer): void {
     this.pending = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
-    try {
-      this.drain();
-      done();
-    } catch (err) {
-      done(err as Error);
-    }
+    this.drain();
   }
 
-  override _flush(done: TransformCallback): void {
-    if (this.pending.length > 0) this.push(this.pending);
+  /** The end of the file: whatever is left (a truncated chunk) passes as it is. */
+  end(): void {
+    if (this.pending.length > 0) this.emit(this.pending);
     this.pending = Buffer.alloc(0);
-    done();
   }
 
   private shift(n: number): Buffer {
@@ -61,20 +58,20 @@ export class PngPromptRewriter extends Transform {
   private drain(): void {
     for (;;) {
       if (this.state === 'passthrough') {
-        if (this.pending.length > 0) this.push(this.shift(this.pending.length));
+        if (this.pending.length > 0) this.emit(this.shift(this.pending.length));
         return;
       }
       if (this.state === 'signature') {
         if (this.pending.length < SIGNATURE.length) return;
         const sig = this.shift(SIGNATURE.length);
-        this.push(sig);
+        this.emit(sig);
         this.state = sig.equals(SIGNATURE) ? 'header' : 'passthrough';
         continue;
       }
       if (this.state === 'copy') {
         if (this.pending.length === 0) return;
         const n = Math.min(this.copyLeft, this.pending.length);
-        this.push(this.shift(n));
+        this.emit(this.shift(n));
         this.copyLeft -= n;
         if (this.copyLeft === 0) this.state = 'header';
         continue;
@@ -88,7 +85,7 @@ export class PngPromptRewriter extends Transform {
           this.state = 'text';
           continue;
         }
-        this.push(this.shift(8));
+        this.emit(this.shift(8));
         this.copyLeft = length + 4;
         this.state = this.copyLeft > 0 ? 'copy' : 'header';
         continue;
@@ -97,8 +94,41 @@ export class PngPromptRewriter extends Transform {
       if (this.pending.length < 12 + this.textLength) return;
       const whole = this.shift(12 + this.textLength);
       const keyword = keywordOf(whole.subarray(8, 8 + this.textLength));
-      this.push(keyword === 'prompt' ? textChunk('prompt', this.promptText) : whole);
+      this.emit(keyword === 'prompt' ? textChunk('prompt', this.promptText) : whole);
       this.state = 'header';
     }
   }
+}
+
+/** PromptChunkEditor on a stream of the file. */
+export class PngPromptRewriter extends Transform {
+  private readonly editor: PromptChunkEditor;
+
+  constructor(promptText: string) {
+    super();
+    this.editor = new PromptChunkEditor(promptText, (bytes) => this.push(bytes));
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    try {
+      this.editor.feed(chunk);
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  }
+
+  override _flush(done: TransformCallback): void {
+    this.editor.end();
+    done();
+  }
+}
+
+/** PromptChunkEditor on a whole file in memory (a small output). */
+export function rewritePngPrompt(file: Buffer, promptText: string): Buffer {
+  const out: Buffer[] = [];
+  const editor = new PromptChunkEditor(promptText, (bytes) => out.push(bytes));
+  editor.feed(file);
+  editor.end();
+  return out.length === 1 ? out[0]! : Buffer.concat(out);
 }
