@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream, linkSync, unlinkSync, writeFileSync } from 'node:fs';
-import { access, copyFile, link, mkdir, open, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { linkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { copyFile, link, mkdir, open, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -171,9 +171,10 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async read(hash: string, range?: ByteRange): Promise<Readable> {
-    const file = this.pathOf(hash);
-    await access(file);
-    return createReadStream(file, { highWaterMark: READ_PIECE_BYTES, ...(range ? { start: range.start, end: range.end } : {}) });
+    // Opened here, so a missing blob throws now rather than from the stream; one trip to the
+    // thread pool where a look first and an open later made two.
+    const handle = await open(this.pathOf(hash), 'r');
+    return handle.createReadStream({ highWaterMark: READ_PIECE_BYTES, ...(range ? { start: range.start, end: range.end } : {}) });
   }
 
   async signedUrl(hash: string, o: SignOptions): Promise<SignedUrl> {
