@@ -409,9 +409,8 @@ export class JobRun {
       execution_ms: done.executionMs,
       ...(error ? { error_code: error.code } : {}),
     });
-    await this.d.redis.del(this.d.keys.lease(job.id));
-    // After the status: clients wait on that, nobody waits on this.
-    await this.d.vault.delete(job.id);
+    // After the status: clients wait on that, nobody waits on these. Sent together, they share one write.
+    await Promise.all([this.d.redis.del(this.d.keys.lease(job.id)), this.d.vault.delete(job.id)]);
     this.stage = 'done';
   }
 
