@@ -26,7 +26,9 @@ export class EventFanout implements OnModuleInit, OnApplicationShutdown {
     this.subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
     this.subscriber.on('error', () => undefined);
     this.subscriber.on('message', (channel: string, message: string) => {
+      // Every replica hears every message; one that follows nothing of a kind skips its parsing.
       if (channel === this.keys.jobEventsChannel) {
+        if (this.byJob.size === 0 && this.jobsByAccount.size === 0) return;
         const event = parsePublishedJobEvent(message);
         if (event) {
           for (const l of this.byJob.get(event.jobId) ?? []) l(event);
@@ -36,6 +38,7 @@ export class EventFanout implements OnModuleInit, OnApplicationShutdown {
         const cut = message.indexOf('\n');
         if (cut > 0) for (const l of this.endedByJob.get(message.slice(0, cut)) ?? []) l(message.slice(cut + 1));
       } else if (channel === this.keys.accountChannel) {
+        if (this.byAccount.size === 0) return;
         let parsed: AccountMessage;
         try {
           parsed = JSON.parse(message) as AccountMessage;
