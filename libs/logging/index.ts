@@ -1,3 +1,3 @@
-export { componentLogger, createLogger, loggerOptions, logFunction, processLogger, setProcessLogger } from './logger.js';
+export { componentLogger, createLogger, logDestination, loggerOptions, logFunction, processLogger, setProcessLogger } from './logger.js';
 export type { Log, LogLevel, Logger, LoggerSettings } from './logger.js';
 export { NestPinoLogger } from './nest-logger.js';

@@ -1,4 +1,4 @@
-import { pino, type Logger, type LoggerOptions } from 'pino';
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 
 // The one way every process of the service logs: JSON lines on stdout through pino, with the same
 // redaction everywhere. The API's Fastify builds its request logger from `loggerOptions`; its
@@ -58,8 +58,20 @@ export function loggerOptions({ base, level, keepLifecycle = false, serializers 
   };
 }
 
+/**
+ * Where every logger of the process writes: stdout, one synchronous write per line. pino's
+ * default writes from libuv's thread pool, and a trip there and back (futex calls, two context
+ * switches) costs more than the write itself: a worker logs three lines a job. A line written is
+ * also never lost when the process dies.
+ */
+let destination: DestinationStream | null = null;
+export function logDestination(): DestinationStream {
+  destination ??= pino.destination({ dest: 1, sync: true });
+  return destination;
+}
+
 export function createLogger(settings: LoggerSettings): Logger {
-  return pino(loggerOptions(settings));
+  return pino(loggerOptions(settings), logDestination());
 }
 
 // The process's root logger, set once at start by its entry point; components log through

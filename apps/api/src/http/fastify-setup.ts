@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import { LogController, type FastifyHttpOptions, type FastifyInstance } from 'fastify';
 import type { Config } from '#libs/config';
-import { loggerOptions } from '#libs/logging';
+import { logDestination, loggerOptions } from '#libs/logging';
 import { httpRequestObserved } from '#libs/metrics';
 import type { Draining } from '../core/draining.js';
 import { requestUrlRewriter } from '../surface/request-scope.js';
@@ -66,12 +66,15 @@ export function fastifyOptions(config: Config): FastifyHttpOptions<Server> {
     // be in the error envelope.
     return503OnClosing: false,
     // The shared pino options (libs/logging: level and redaction as every process has them).
-    logger: loggerOptions({
-      level: config.logLevel,
-      serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: redactUrl(req.url) }),
-      },
-    }),
+    logger: {
+      ...loggerOptions({
+        level: config.logLevel,
+        serializers: {
+          req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: redactUrl(req.url) }),
+        },
+      }),
+      stream: logDestination(),
+    },
   };
 }
 
