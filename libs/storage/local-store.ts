@@ -123,12 +123,12 @@ export class LocalBlobStore implements BlobStore {
     const hash = blake3Hex(bytes);
     const tmp = path.join(this.root, 'tmp', randomUUID());
     try {
-      await this.ensureDirs();
-      writeFileSync(tmp, bytes, { flag: 'wx' });
-    } catch (err) {
-      throw new StorageUnavailableError(err);
-    }
-    try {
+      try {
+        await this.ensureDirs();
+        writeFileSync(tmp, bytes, { flag: 'wx' });
+      } catch (err) {
+        throw new StorageUnavailableError(err);
+      }
       let linked: NodeJS.ErrnoException | null = null;
       try {
         linkSync(tmp, this.pathOf(hash));
@@ -137,10 +137,11 @@ export class LocalBlobStore implements BlobStore {
       }
       return this.filed(hash, bytes.length, linked);
     } finally {
+      // Also after a write that failed part way (a full disk): no temporary file is left behind.
       try {
         unlinkSync(tmp);
       } catch {
-        // Left for the temporary folder's own cleanup.
+        // never created, or already gone
       }
     }
   }
