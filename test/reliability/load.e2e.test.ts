@@ -84,15 +84,17 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
       );
     }
 
-    // A replica that sheds load answers 503 with Retry-After, and runs nothing: a client waits and
-    // sends the same request again (the Idempotency-Key is still free), as real clients do.
-    let shed = 0;
-    const submit = async (url: string, init: RequestInit) => {
+    // A replica that sheds load answers 503 with Retry-After, in its surface's error shape (v2's
+    // `error.code`, the router's `error_type`), and runs nothing: a client waits and sends the same
+    // request again (an Idempotency-Key is still free), as real clients do.
+    const shed = { submissions: 0, router: 0 };
+    const sendUntilServed = async (kind: keyof typeof shed, url: string, init: RequestInit) => {
       for (;;) {
         const r = await call(url, { ...init, signal: AbortSignal.timeout(30_000) });
-        if (r.status !== 503 || r.body?.error?.code !== 'service_unavailable') return r;
-        shed++;
-        await sleep(Number(r.headers.get('retry-after') ?? 1) * 1000);
+        const code = r.body?.error?.code ?? r.body?.error_type;
+        if (r.status !== 503 || code !== 'service_unavailable' || !r.headers.get('retry-after')) return r;
+        shed[kind]++;
+        await sleep(Number(r.headers.get('retry-after')) * 1000);
       }
     };
     const started = Date.now();
@@ -110,7 +112,7 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
           const i = sent++;
           const tenant = tenants[i % tenants.length]!;
           const t0 = performance.now();
-          const p = submit(`${api.url}/api/v2/jobs`, jsonInit('POST', { workflow: tinyImage(i % 251) }, bearer(tenant.key, { 'idempotency-key': randomUUID() })))
+          const p = sendUntilServed('submissions', `${api.url}/api/v2/jobs`, jsonInit('POST', { workflow: tinyImage(i % 251) }, bearer(tenant.key, { 'idempotency-key': randomUUID() })))
             .then((r) => {
               latencies.push(performance.now() - t0);
               if (r.status !== 201) failures.set(String(r.status), (failures.get(String(r.status)) ?? 0) + 1);
@@ -129,7 +131,7 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     const followers: { jobId: string; client: SseClient }[] = [];
     const watch = (async () => {
       for (let j = 0; j < watchedJobs; j++) {
-        const r = await submit(`${api.url}/api/v2/jobs`, jsonInit('POST', { workflow: textToImage(1000 + j, STEPS) }, bearer(watcher.key)));
+        const r = await sendUntilServed('submissions', `${api.url}/api/v2/jobs`, jsonInit('POST', { workflow: textToImage(1000 + j, STEPS) }, bearer(watcher.key)));
         if (r.status !== 201) throw new Error(`watched job refused: ${r.status} ${r.text}`);
         for (let c = 0; c < 100; c++) followers.push({ jobId: r.body.id, client: new SseClient(`${api.url}/api/v2/jobs/${r.body.id}/events`, bearer(watcher.key)) });
         await sleep((SECONDS * 1000 * 0.7) / watchedJobs);
@@ -140,35 +142,26 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     const prompts: string[] = [];
     const v1Prompts = (async () => {
       while (Date.now() < until - 8000) {
-        const r = await submit(`${api.url}/api/prompt`, { method: 'POST', headers: { 'x-api-key': v1.key, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: textToImage(5000 + prompts.length, STEPS) }) });
+        const r = await sendUntilServed('submissions', `${api.url}/api/prompt`, { method: 'POST', headers: { 'x-api-key': v1.key, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: textToImage(5000 + prompts.length, STEPS) }) });
         if (r.status !== 200) throw new Error(`v1 prompt refused: ${r.status} ${r.text}`);
         prompts.push(r.body.prompt_id);
         await sleep(6000);
       }
     })();
 
-    // Bursts of 50 parallel router calls against a limit of 10 concurrent calls. A call the replica
-    // sheds (503 with Retry-After, run nowhere) is sent again after the wait, as submissions are.
+    // Bursts of 50 parallel router calls against a limit of 10 concurrent calls; shed calls are sent
+    // again, as submissions are.
     const routerLatencies: number[] = [];
     const routerOutcomes = new Map<number, number>();
     let routerPeak = 0;
     let bursts = 0;
-    let routerShed = 0;
-    const routerCall = async (url: string, init: RequestInit) => {
-      for (;;) {
-        const r = await call(url, init);
-        if (r.status !== 503 || r.body?.error_type !== 'service_unavailable' || !r.headers.get('retry-after')) return r;
-        routerShed++;
-        await sleep(Number(r.headers.get('retry-after')) * 1000);
-      }
-    };
     const routerLoad = (async () => {
       while (Date.now() < until - 5000) {
         sim.resetStats();
         await Promise.all(
           Array.from({ length: ROUTER_PARALLEL }, async (_, i) => {
             const t0 = performance.now();
-            const r = await routerCall(`${api.url}/v1/models/openai/gpt-image-1`, jsonInit('POST', { model: 'gpt-image-1', prompt: `burst ${bursts} #${i} [[slow:300]]` }, bearer(routerToken)));
+            const r = await sendUntilServed('router', `${api.url}/v1/models/openai/gpt-image-1`, jsonInit('POST', { model: 'gpt-image-1', prompt: `burst ${bursts} #${i} [[slow:300]]` }, bearer(routerToken)));
             routerLatencies.push(performance.now() - t0);
             routerOutcomes.set(r.status, (routerOutcomes.get(r.status) ?? 0) + 1);
           }),
@@ -228,11 +221,11 @@ describe(`load: ${RATE} submissions/s for ${SECONDS} s with ${SSE_CLIENTS} SSE, 
     const answered = latencies.length + failed;
 
     const figures = [
-      `submissions: ${sent} sent at ${RATE}/s over ${SECONDS} s, ${answered} answered, the last ${ms(drainMs)} after the window; ${shed} shed with 503 and sent again; errors ${failed}${failed ? ` (${[...failures].map(([k, n]) => `${k}×${n}`).join(', ')})` : ''}; p50 ${ms(pct(latencies, 0.5))}, p95 ${ms(pct(latencies, 0.95))}, p99 ${ms(pct(latencies, 0.99))}, max ${ms(pct(latencies, 1))}`,
+      `submissions: ${sent} sent at ${RATE}/s over ${SECONDS} s, ${answered} answered, the last ${ms(drainMs)} after the window; ${shed.submissions} shed with 503 and sent again; errors ${failed}${failed ? ` (${[...failures].map(([k, n]) => `${k}×${n}`).join(', ')})` : ''}; p50 ${ms(pct(latencies, 0.5))}, p95 ${ms(pct(latencies, 0.95))}, p99 ${ms(pct(latencies, 0.99))}, max ${ms(pct(latencies, 1))}`,
       `worker: ${ran} of the submitted jobs ran to success meanwhile (${(ran / SECONDS).toFixed(0)}/s on one worker; the rest wait in the queue)`,
       `SSE: ${followers.length} clients on ${logged.size} jobs, ${sseProgress} progress events delivered, ${sseMissing} missed`,
       `WebSocket: ${sockets.length} clients × ${prompts.length} prompts, ${wsProgress} progress messages delivered, ${wsShort} prompt views incomplete`,
-      `router: ${bursts} bursts of ${ROUTER_PARALLEL} at limit ${ROUTER_LIMIT}: ${routerOk} ok, ${routerRefused} refused 429, ${routerOther} other (${JSON.stringify([...routerOutcomes].filter(([st]) => st !== 200 && st !== 429))}); ${routerShed} shed with 503 and sent again; peak in flight at the partner ${routerPeak}; p50 ${ms(pct(routerLatencies, 0.5))}, p99 ${ms(pct(routerLatencies, 0.99))}`,
+      `router: ${bursts} bursts of ${ROUTER_PARALLEL} at limit ${ROUTER_LIMIT}: ${routerOk} ok, ${routerRefused} refused 429, ${routerOther} other (${JSON.stringify([...routerOutcomes].filter(([st]) => st !== 200 && st !== 429))}); ${shed.router} shed with 503 and sent again; peak in flight at the partner ${routerPeak}; p50 ${ms(pct(routerLatencies, 0.5))}, p99 ${ms(pct(routerLatencies, 0.99))}`,
       `memory RSS/peak MiB: api ${memory.api.join('/')}, worker ${memory.worker.join('/')}, sim-engine ${memory.engine.join('/')}`,
     ];
     console.log(figures.join('\n'));
