@@ -58,13 +58,14 @@ export function loggerOptions({ base, level, keepLifecycle = false, serializers 
   };
 }
 
+let destination: DestinationStream | null = null;
+
 /**
  * Where every logger of the process writes: stdout, one synchronous write per line. pino's
  * default writes from libuv's thread pool, and a trip there and back (futex calls, two context
  * switches) costs more than the write itself: a worker logs three lines a job. A line written is
  * also never lost when the process dies.
  */
-let destination: DestinationStream | null = null;
 export function logDestination(): DestinationStream {
   destination ??= pino.destination({ dest: 1, sync: true });
   return destination;

@@ -123,19 +123,11 @@ export class LocalBlobStore implements BlobStore {
     const hash = blake3Hex(bytes);
     const tmp = path.join(this.root, 'tmp', randomUUID());
     try {
-      try {
-        await this.ensureDirs();
-        writeFileSync(tmp, bytes, { flag: 'wx' });
-      } catch (err) {
-        throw new StorageUnavailableError(err);
-      }
-      let linked: NodeJS.ErrnoException | null = null;
-      try {
-        linkSync(tmp, this.pathOf(hash));
-      } catch (err) {
-        linked = err as NodeJS.ErrnoException;
-      }
-      return this.filed(hash, bytes.length, linked);
+      await this.ensureDirs();
+      writeFileSync(tmp, bytes, { flag: 'wx' });
+      return this.filed(hash, bytes.length, linkSyncError(tmp, this.pathOf(hash)));
+    } catch (err) {
+      throw err instanceof StorageUnavailableError ? err : new StorageUnavailableError(err);
     } finally {
       // Also after a write that failed part way (a full disk): no temporary file is left behind.
       try {
@@ -209,5 +201,15 @@ export class LocalBlobStore implements BlobStore {
     } finally {
       await unlink(probe).catch(() => undefined);
     }
+  }
+}
+
+/** linkSync's failure as a value, as `keep` has link's: null when the link was made. */
+function linkSyncError(existing: string, target: string): NodeJS.ErrnoException | null {
+  try {
+    linkSync(existing, target);
+    return null;
+  } catch (err) {
+    return err as NodeJS.ErrnoException;
   }
 }
