@@ -22,7 +22,9 @@
 // re-hosting the image), BENCH_POLL_CALLS calls (default 300) at 1 and at 16 callers. Re-hosting
 // a 5 MB result (recraft/recraftv3): the time until the caller holds the result's bytes, directly
 // (the call, then the provider's URL) against through the router (the call, which re-hosts, then
-// the signed URL), BENCH_REHOST_CALLS of each (default 40), alternating. BENCH_SKIP=calls,poll,rehost
+// the signed URL), BENCH_REHOST_CALLS of each (default 40), alternating, after BENCH_REHOST_WARMUP
+// unmeasured pairs (default 100: like the call rounds, the path runs hot, as in a replica that has
+// been serving). BENCH_SKIP=calls,poll,rehost
 // leaves out phases by name (calls: the 1- and 64-caller rounds and their warm-up).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -35,7 +37,11 @@ import { closeRequests, cpuMs, deleteRedisPrefix, download, measureCalls, median
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { applyMigrations, createPrismaClient, dropDatabase, ensureDatabase } = await import(path.join(ROOT, 'dist/libs/db/index.js'));
 const { mintRouterToken } = await import(path.join(ROOT, 'dist/libs/auth/index.js'));
-const { SERVICE_NODE_FLAGS } = await import(path.join(ROOT, 'dist/libs/runtime/index.js'));
+const { SERVICE_NODE_FLAGS, tuneRuntime } = await import(path.join(ROOT, 'dist/libs/runtime/index.js'));
+// The simulator serves from this process, which under `npm start` is a process of its own started
+// with the services' V8 flags. Without them this process freed the media it served with a full
+// collection per 5 MB re-host, pausing the partner mid-transfer for up to 20 ms.
+tuneRuntime();
 const { startPartnerSim } = await import(path.join(ROOT, 'dist/apps/partner-sim/src/server.js'));
 
 const DELAY_MS = Number(process.env.BENCH_PROVIDER_DELAY_MS ?? 50);
@@ -56,6 +62,7 @@ const dbUrl = (() => {
 
 const POLL_CALLS = Number(process.env.BENCH_POLL_CALLS ?? 300);
 const REHOST_CALLS = Number(process.env.BENCH_REHOST_CALLS ?? 40);
+const REHOST_WARMUP = Number(process.env.BENCH_REHOST_WARMUP ?? 100);
 const REHOST_BYTES = 5 * 1024 * 1024;
 const SKIP = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean));
 
@@ -230,7 +237,10 @@ if (!SKIP.has('rehost')) {
     await fetchAll(JSON.parse(res.text).data[0].url);
     return { total: performance.now() - started, call: answered - started };
   };
-  for (let i = 0; i < 5; i++) await rehostRouted();
+  for (let i = 0; i < REHOST_WARMUP; i++) {
+    await rehostDirect();
+    await rehostRouted();
+  }
   const directTimes = [];
   const routedTimes = [];
   for (let i = 0; i < REHOST_CALLS; i++) {
