@@ -1,6 +1,11 @@
 /** Entry point: `node dist/apps/partner-sim/src/main.js`; PARTNER_SIM_HOST, PARTNER_SIM_PORT, PARTNER_SIM_TIME_SCALE. */
 import { createLogger } from '#libs/logging';
+import { tuneRuntime } from '#libs/runtime';
 import { startPartnerSim } from './server.js';
+
+// Result media stream out in pieces: without the services' flags each file served was freed by a
+// full collection, pausing the simulator mid-transfer (docs/performance.md).
+tuneRuntime();
 
 function number(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined || value === '') return fallback;

@@ -1,6 +1,11 @@
 /** Entry point: `node dist/apps/sim-engine/src/main.js`; configuration from SIM_* variables. */
 import { createLogger } from '#libs/logging';
+import { tuneRuntime } from '#libs/runtime';
 import { startSimEngine } from './server.js';
+
+// The services' flags also when started as a plain `node dist/...`: outputs stream out in pieces,
+// which the flags let scavenges free (libs/runtime).
+tuneRuntime();
 
 async function main(): Promise<void> {
   const engine = await startSimEngine();
