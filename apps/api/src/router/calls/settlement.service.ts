@@ -49,8 +49,24 @@ export class SettlementService {
     return this.stopping.graceOver && !REPLAYABLE.has(result.bucket);
   }
 
-  /** Once the generation has ended and the caller has its answer (or left): what it got, and the charge. */
-  async recordEnding(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean, held: HeldCharge): Promise<void> {
+  /**
+   * Once the generation has ended and the caller has its answer (or left): what it got, and the
+   * charge. The record is made from the call first, then written: the call's request, reply and
+   * result do not wait for the usage batch with it.
+   */
+  recordEnding(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean, held: HeldCharge): Promise<void> {
+    return this.endingOf(input, model, generation, deadlineHit, keyed, held).then(async ({ write, charged }) => {
+      try {
+        await write();
+      } finally {
+        // Written, or given up on after every retry (logged): either way a reload reads the database.
+        if (charged) held(true);
+      }
+    });
+  }
+
+  /** How the call ended, as its usage record says it, and whether it is charged; nothing written yet. */
+  private async endingOf(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean, held: HeldCharge): Promise<{ write: () => Promise<void>; charged: boolean }> {
     // The call lasted until its caller had the answer (or left), however long the generation ran on.
     const answeredAt = input.fate.settled.then(() => Date.now());
     const result = await generation.promise;
@@ -58,32 +74,27 @@ export class SettlementService {
     // record, which waits for the caller. A price not charged goes back to the balance at once.
     const charged = !keyed && this.isCharged(model, result);
     if (!keyed && !charged) held(false);
-    try {
-      const delivered = await input.fate.settled;
-      const outcome = !delivered ? 'client_disconnected' : deadlineHit ? 'deadline_exceeded' : result.bucket;
-      const durationMs = (await answeredAt) - input.startedAt;
-      if (keyed) {
-        await this.usage.setOutcome(input.callId, outcome, durationMs);
-        return;
-      }
-      await this.usage.insertFinal({
-        id: input.callId,
-        accountId: input.account.id,
-        modelId: model.id,
-        outcome,
-        resultBucket: this.abandoned(result) ? null : result.bucket,
-        // What the caller got (a keyed row keeps the generation's: a replay sends it).
-        httpStatus: outcome === result.bucket ? result.status : BUCKET_STATUS[outcome as RouterBucket],
-        costCents: model.priceCents,
-        charged,
-        durationMs,
-        startedAt: input.startedAt,
-        providerHandle: generation.handle,
-      });
-    } finally {
-      // Written, or given up on after every retry (logged): either way a reload reads the database.
-      if (charged) held(true);
-    }
+    // Neither promise rejects (CallerFate), so recordEnding always settles the held price.
+    const delivered = await input.fate.settled;
+    const durationMs = (await answeredAt) - input.startedAt;
+    const outcome = !delivered ? 'client_disconnected' : deadlineHit ? 'deadline_exceeded' : result.bucket;
+    const callId = input.callId;
+    if (keyed) return { write: () => this.usage.setOutcome(callId, outcome, durationMs), charged };
+    const record = {
+      id: callId,
+      accountId: input.account.id,
+      modelId: model.id,
+      outcome,
+      resultBucket: this.abandoned(result) ? null : result.bucket,
+      // What the caller got (a keyed row keeps the generation's: a replay sends it).
+      httpStatus: outcome === result.bucket ? result.status : BUCKET_STATUS[outcome as RouterBucket],
+      costCents: model.priceCents,
+      charged,
+      durationMs,
+      startedAt: input.startedAt,
+      providerHandle: generation.handle,
+    };
+    return { write: () => this.usage.insertFinal(record), charged };
   }
 
   /**
