@@ -5,7 +5,7 @@ import type { CatalogModel } from '../catalog/catalog.service.js';
 import { RouterCreditsService, type HeldCharge } from '../credits/router-credits.service.js';
 import { BUCKET_STATUS, type RouterBucket } from '../errors.js';
 import type { CallInput, CallReply, Generation } from './call.js';
-import { UsageService } from './usage.service.js';
+import { UsageService, type FinalRecord } from './usage.service.js';
 
 // Settlement: once a generation has ended, what it costs the workspace, what the call's usage and
 // audit record says, and which results a later retry with the same key gets back.
@@ -51,22 +51,26 @@ export class SettlementService {
 
   /**
    * Once the generation has ended and the caller has its answer (or left): what it got, and the
-   * charge. The record is made from the call first, then written: the call's request, reply and
+   * charge. The ending is read from the call first, then written: the call's request, reply and
    * result do not wait for the usage batch with it.
    */
   recordEnding(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean, held: HeldCharge): Promise<void> {
-    return this.endingOf(input, model, generation, deadlineHit, keyed, held).then(async ({ write, charged }) => {
+    return this.endingOf(input, model, generation, deadlineHit, keyed, held).then(async (ending) => {
       try {
-        await write();
+        if ('record' in ending) await this.usage.insertFinal(ending.record);
+        else await this.usage.setOutcome(ending.callId, ending.outcome, ending.durationMs);
       } finally {
         // Written, or given up on after every retry (logged): either way a reload reads the database.
-        if (charged) held(true);
+        if ('record' in ending && ending.record.charged) held(true);
       }
     });
   }
 
-  /** How the call ended, as its usage record says it, and whether it is charged; nothing written yet. */
-  private async endingOf(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean, held: HeldCharge): Promise<{ write: () => Promise<void>; charged: boolean }> {
+  /**
+   * How the call ended: an unkeyed call's whole record, or a keyed call's outcome (its row exists).
+   * A price not charged goes back here; a charged one once the record is written.
+   */
+  private async endingOf(input: CallInput, model: CatalogModel, generation: Generation, deadlineHit: boolean, keyed: boolean, held: HeldCharge): Promise<{ record: FinalRecord } | { callId: string; outcome: string; durationMs: number }> {
     // The call lasted until its caller had the answer (or left), however long the generation ran on.
     const answeredAt = input.fate.settled.then(() => Date.now());
     const result = await generation.promise;
@@ -74,27 +78,27 @@ export class SettlementService {
     // record, which waits for the caller. A price not charged goes back to the balance at once.
     const charged = !keyed && this.isCharged(model, result);
     if (!keyed && !charged) held(false);
-    // Neither promise rejects (CallerFate), so recordEnding always settles the held price.
+    // Neither promise rejects (CallerFate), so a charged price always reaches recordEnding's settling.
     const delivered = await input.fate.settled;
     const durationMs = (await answeredAt) - input.startedAt;
     const outcome = !delivered ? 'client_disconnected' : deadlineHit ? 'deadline_exceeded' : result.bucket;
-    const callId = input.callId;
-    if (keyed) return { write: () => this.usage.setOutcome(callId, outcome, durationMs), charged };
-    const record = {
-      id: callId,
-      accountId: input.account.id,
-      modelId: model.id,
-      outcome,
-      resultBucket: this.abandoned(result) ? null : result.bucket,
-      // What the caller got (a keyed row keeps the generation's: a replay sends it).
-      httpStatus: outcome === result.bucket ? result.status : BUCKET_STATUS[outcome as RouterBucket],
-      costCents: model.priceCents,
-      charged,
-      durationMs,
-      startedAt: input.startedAt,
-      providerHandle: generation.handle,
+    if (keyed) return { callId: input.callId, outcome, durationMs };
+    return {
+      record: {
+        id: input.callId,
+        accountId: input.account.id,
+        modelId: model.id,
+        outcome,
+        resultBucket: this.abandoned(result) ? null : result.bucket,
+        // What the caller got (a keyed row keeps the generation's: a replay sends it).
+        httpStatus: outcome === result.bucket ? result.status : BUCKET_STATUS[outcome as RouterBucket],
+        costCents: model.priceCents,
+        charged,
+        durationMs,
+        startedAt: input.startedAt,
+        providerHandle: generation.handle,
+      },
     };
-    return { write: () => this.usage.insertFinal(record), charged };
   }
 
   /**
