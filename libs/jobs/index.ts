@@ -5,7 +5,7 @@ export { JobEventLog, compareStreamIds, eventIdOf, isStreamId, parseEventId, par
 export type { JobEventName, StoredJobEvent, PublishedJobEvent, AccountMessage } from './events.js';
 export { ACTIVE_STATUSES, canTransition, leaseToken, jobColumns, jobFromRow } from './state.js';
 export type { Outcome, RunLease } from './state.js';
-export { JobStore, WITH_OUTPUTS, leaseHeld, storeOf, lateJobsQuery, finishJob, claimJob, dropEmptyQueueCounts, queuePositions, queuePositionsOf } from './job-store.js';
+export { JobStore, WITH_OUTPUTS, leaseHeld, storeOf, lateJobsQuery, finishJob, claimJob, dropEmptyCounts, queuePositions, queuePositionsOf } from './job-store.js';
 export type { JobStoreApi, InsertResult, NewJobRow, JobLog, JobPageQuery, LateJob, SocketJob } from './job-store.js';
 export { InsertBatcher } from './insert-batcher.js';
 export { scopeOf, scopeWhere, type JobScope } from './job-scope.js';

@@ -456,16 +456,27 @@ export class JobStore {
   }
 
   /**
-   * Removes job_queue_counts rows left at zero. An insert batch locks its accounts' rows, creating
-   * them at zero where missing; a batch that then added no job (all refused) leaves such a row
-   * behind, which positions would read on every call. Rows another transaction holds are skipped,
-   * not waited for: waiting could deadlock with a batch that locks several accounts in id order.
+   * Removes count rows left at zero (job_queue_counts, job_status_counts). The triggers leave such a
+   * row in place, for the account's next job to update rather than insert again, and an insert batch
+   * that added no job (all refused) leaves one too; positions read every queue-count row, so they go
+   * on the sweeper's pass. Rows another transaction holds are skipped, not waited for: waiting could
+   * deadlock with a statement that locks several accounts in order.
    */
-  dropEmptyQueueCounts(): Promise<number> {
-    return this.db.$executeRaw`
-    DELETE FROM job_queue_counts WHERE account_id IN (
-      SELECT account_id FROM job_queue_counts WHERE waiting = 0 AND handed = 0 AND running = 0
-      FOR UPDATE SKIP LOCKED)`;
+  async dropEmptyCounts(): Promise<number> {
+    const [row] = await this.db.$queryRaw<{ dropped: number }[]>`
+      WITH queue AS (
+        DELETE FROM job_queue_counts WHERE account_id IN (
+          SELECT account_id FROM job_queue_counts WHERE waiting = 0 AND handed = 0 AND running = 0
+          FOR UPDATE SKIP LOCKED)
+        RETURNING 1
+      ), status AS (
+        DELETE FROM job_status_counts WHERE (account_id, status) IN (
+          SELECT account_id, status FROM job_status_counts WHERE n = 0
+          FOR UPDATE SKIP LOCKED)
+        RETURNING 1
+      )
+      SELECT ((SELECT count(*) FROM queue) + (SELECT count(*) FROM status))::int AS dropped`;
+    return row!.dropped;
   }
 
   /** Jobs per status, and jobs queued but not yet handed out, from the counts the triggers keep (metrics). */
@@ -654,7 +665,7 @@ export function lateJobsQuery(now: Date, runCutoff: Date, limit: number): Prisma
 
 export const finishJob = (db: Db, ...args: Parameters<JobStore['finish']>) => new JobStore(db).finish(...args);
 export const claimJob = (db: Db, ...args: Parameters<JobStore['claim']>) => new JobStore(db).claim(...args);
-export const dropEmptyQueueCounts = (db: Db) => new JobStore(db).dropEmptyQueueCounts();
+export const dropEmptyCounts = (db: Db) => new JobStore(db).dropEmptyCounts();
 export { queuePositions, queuePositionsOf };
 
 /** JobStore's public face, for fakes in unit tests. */

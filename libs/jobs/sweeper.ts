@@ -74,7 +74,7 @@ export class Sweeper {
       report.purgedAssets = purged.assets;
       await this.jobs.dropExpiredKeys(now);
       await this.db.assetUploadKey.deleteMany({ where: { expiresAt: { lt: now } } });
-      await this.jobs.dropEmptyQueueCounts();
+      await this.jobs.dropEmptyCounts();
       await this.dispatcher.kick();
       return report;
     } finally {

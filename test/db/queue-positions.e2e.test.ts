@@ -1,4 +1,5 @@
-import { dropEmptyQueueCounts, queuePositions, queuePositionsOf } from '#libs/jobs';
+import { dropEmptyCounts, queuePositions, queuePositionsOf } from '#libs/jobs';
+import { Prisma } from '#libs/db';
 import { TestStack } from '../support/stack.js';
 
 // The API answers queue_position from a periodic full ranking, and counts jobs newer than that
@@ -91,8 +92,8 @@ describe('queue positions', () => {
 
   // Positions and the queue limit read job_queue_counts, the jobs_total gauge job_status_counts;
   // triggers on jobs keep both. Whatever changes the jobs (one statement or many at once, across
-  // accounts), the counts must stay equal to counting the jobs themselves, and an account with no
-  // job left in the queue (or in a status) must have no row.
+  // accounts), the counts must stay equal to counting the jobs themselves. A row that reaches zero
+  // stays, for the account's next job to update, until the sweeper drops it.
   describe('job_queue_counts and job_status_counts', () => {
     const recount = () =>
       stack.db.$queryRaw<{ account_id: string; waiting: number; handed: number; running: number }[]>`
@@ -105,13 +106,18 @@ describe('queue positions', () => {
         ORDER BY account_id`;
     const counts = () =>
       stack.db.$queryRaw<{ account_id: string; waiting: number; handed: number; running: number }[]>`
-        SELECT account_id, waiting, handed, running FROM job_queue_counts ORDER BY account_id`;
+        SELECT account_id, waiting, handed, running FROM job_queue_counts
+        WHERE waiting <> 0 OR handed <> 0 OR running <> 0 ORDER BY account_id`;
     const statusRecount = () =>
       stack.db.$queryRaw<{ account_id: string; status: string; n: number }[]>`
         SELECT account_id, status::text, count(*)::int AS n FROM jobs GROUP BY account_id, status ORDER BY account_id, status`;
     const statusCounts = () =>
       stack.db.$queryRaw<{ account_id: string; status: string; n: number }[]>`
-        SELECT account_id, status::text, n FROM job_status_counts ORDER BY account_id, status`;
+        SELECT account_id, status::text, n FROM job_status_counts WHERE n <> 0 ORDER BY account_id, status`;
+    const zeroRows = async () =>
+      Number((await stack.db.$queryRaw<{ n: number }[]>`
+        SELECT ((SELECT count(*) FROM job_queue_counts WHERE waiting = 0 AND handed = 0 AND running = 0)
+              + (SELECT count(*) FROM job_status_counts WHERE n = 0))::int AS n`)[0]!.n);
     const expectExact = async () => {
       expect(await counts()).toEqual(await recount());
       expect(await statusCounts()).toEqual(await statusRecount());
@@ -179,8 +185,22 @@ describe('queue positions', () => {
       expect((await stack.db.job.count({ where: { status: 'succeeded' } })) > 0).toBe(true);
     });
 
-    it('leave no row at zero: the sweeper drops those an insert batch left, skipping locked ones', async () => {
-      const [idle, busy] = await Promise.all(['idle', 'busy'].map((name) => stack.account({ name })));
+    it('leave rows at zero to the sweeper, which drops them, skipping rows another transaction holds', async () => {
+      const [idle, busy, done] = await Promise.all(['idle', 'busy', 'done'].map((name) => stack.account({ name })));
+      // A job that ran to its end leaves its account's rows at zero, for its next job to update.
+      await stack.db.job.createMany({ data: newJobs(done!.id, 1) });
+      for (const set of [Prisma.sql`dispatched_at = now()`, Prisma.sql`status = 'running'`, Prisma.sql`status = 'succeeded'`]) {
+        await stack.db.$executeRaw`UPDATE jobs SET ${set} WHERE account_id = ${done!.id}::uuid`;
+      }
+      const rowsOf = async (accountId: string) => ({
+        queue: await stack.db.$queryRaw`SELECT waiting, handed, running FROM job_queue_counts WHERE account_id = ${accountId}::uuid`,
+        status: await stack.db.$queryRaw`SELECT status::text, n FROM job_status_counts WHERE account_id = ${accountId}::uuid ORDER BY status`,
+      });
+      expect(await rowsOf(done!.id)).toEqual({
+        queue: [{ waiting: 0, handed: 0, running: 0 }],
+        status: [{ status: 'queued', n: 0 }, { status: 'running', n: 0 }, { status: 'succeeded', n: 1 }],
+      });
+      await expectExact();
       // As an insert batch that refused every job leaves them.
       await stack.db.$executeRaw`INSERT INTO job_queue_counts (account_id) VALUES (${idle!.id}::uuid), (${busy!.id}::uuid)`;
       // A batch of another replica holds busy's row: skipped, not waited for.
@@ -194,10 +214,14 @@ describe('queue positions', () => {
         await held;
       });
       await isLocked;
-      expect(await dropEmptyQueueCounts(stack.db)).toBe(1);
+      const atZero = await zeroRows();
+      expect(atZero).toBeGreaterThanOrEqual(5);
+      expect(await dropEmptyCounts(stack.db)).toBe(atZero - 1);
       release();
       await holder;
-      expect(await dropEmptyQueueCounts(stack.db)).toBe(1);
+      expect(await dropEmptyCounts(stack.db)).toBe(1);
+      expect(await zeroRows()).toBe(0);
+      expect(await rowsOf(done!.id)).toEqual({ queue: [], status: [{ status: 'succeeded', n: 1 }] });
       await expectExact();
     });
 
