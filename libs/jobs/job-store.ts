@@ -459,8 +459,9 @@ export class JobStore {
    * Removes count rows left at zero (job_queue_counts, job_status_counts). The triggers leave such a
    * row in place, for the account's next job to update rather than insert again, and an insert batch
    * that added no job (all refused) leaves one too; positions read every queue-count row, so they go
-   * on the sweeper's pass. Rows another transaction holds are skipped, not waited for: waiting could
-   * deadlock with a statement that locks several accounts in order.
+   * on the sweeper's pass. It reads all of job_status_counts (a few rows per account with retained
+   * jobs), as every metrics scrape does. Rows another transaction holds are skipped, not waited for:
+   * waiting could deadlock with a statement that locks several accounts in order.
    */
   async dropEmptyCounts(): Promise<number> {
     const [row] = await this.db.$queryRaw<{ dropped: number }[]>`
