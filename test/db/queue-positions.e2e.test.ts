@@ -115,9 +115,9 @@ describe('queue positions', () => {
       stack.db.$queryRaw<{ account_id: string; status: string; n: number }[]>`
         SELECT account_id, status::text, n FROM job_status_counts WHERE n <> 0 ORDER BY account_id, status`;
     const zeroRows = async () =>
-      Number((await stack.db.$queryRaw<{ n: number }[]>`
+      (await stack.db.$queryRaw<{ n: number }[]>`
         SELECT ((SELECT count(*) FROM job_queue_counts WHERE waiting = 0 AND handed = 0 AND running = 0)
-              + (SELECT count(*) FROM job_status_counts WHERE n = 0))::int AS n`)[0]!.n);
+              + (SELECT count(*) FROM job_status_counts WHERE n = 0))::int AS n`)[0]!.n;
     const expectExact = async () => {
       expect(await counts()).toEqual(await recount());
       expect(await statusCounts()).toEqual(await statusRecount());

@@ -5,7 +5,8 @@
 -- transition tables and upserting its counts even when nothing it counts had changed (a progress
 -- snapshot, a hand-out that found nothing); and a row that reached zero was deleted at once, to be
 -- inserted again by the account's next job. On one connection, the six statements of a small
--- job's life took 1.96 ms without the counts, 2.70 ms with the two functions, 2.06 ms with this one.
+-- job's life took 2.38-2.95 ms with the two functions, 2.01-2.25 ms with this one, and 0.84 ms
+-- with no counts at all.
 -- Now one call reads the changed jobs once, returns at once when no job moved between stages or
 -- statuses, and a row at zero is updated in place.
 --
