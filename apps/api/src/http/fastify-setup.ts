@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
+import type { Logger } from 'pino';
 import { LogController, type FastifyHttpOptions, type FastifyInstance } from 'fastify';
 import type { Config } from '#libs/config';
 import { logDestination, loggerOptions } from '#libs/logging';
@@ -8,6 +9,7 @@ import type { Draining } from '../core/draining.js';
 import { requestUrlRewriter } from '../surface/request-scope.js';
 import { frameworkErrorShape, rejectMalformedClient } from './error-body.js';
 import { sendError } from './error-renderer.js';
+import { requestLogger } from './request-logger.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 // v2 `/jobs/{id}`, v1 `/job/{id}/status` and `/history/{id}`: the job a request is about.
@@ -56,9 +58,17 @@ export function fastifyOptions(config: Config): FastifyHttpOptions<Server> {
     // Malformed HTTP and clients past a deadline never become requests; they get their surface's shape too.
     clientErrorHandler: rejectMalformedClient,
     // Every line logged while serving a request about a job carries its job_id (next to request_id).
+    // Made when the request first logs (requestLogger): most never do.
     childLoggerFactory(logger, bindings, options, rawReq) {
-      const jobId = jobIdOfUrl(rawReq.url ?? '');
-      return logger.child(jobId ? { ...bindings, job_id: jobId } : bindings, options);
+      const url = rawReq.url ?? '';
+      return requestLogger(
+        logger as Logger,
+        () => {
+          const jobId = jobIdOfUrl(url);
+          return jobId ? { ...bindings, job_id: jobId } : bindings;
+        },
+        options,
+      );
     },
     keepAliveTimeout: 65_000,
     // A request that reaches a stopping replica on a kept-alive connection is served (Redis and the
