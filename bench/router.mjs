@@ -2,8 +2,10 @@
 //
 //   npx tsc -p tsconfig.build.json && node bench/router.mjs
 //
-// Starts the partner simulator (apps/partner-sim, in this process), a fresh database, and the
-// built API (dist/apps/api/src/main.js) with every partner pointed at the simulator. A synchronous
+// Starts the partner simulator (apps/partner-sim) twice: as a process of its own, as `npm start`
+// runs it, for the call rounds, and in this process for the two rows that read its clock (below).
+// Then a fresh database and the built API (dist/apps/api/src/main.js) with every partner pointed
+// at a simulator. A synchronous
 // model, openai/gpt-image-1, answers after BENCH_PROVIDER_DELAY_MS (default 50 ms, like a fast
 // model). At 1 and at 64 concurrent callers the bench sends the same call to the simulator
 // directly and through the router (POST /v1/models/openai/gpt-image-1), in BENCH_ROUNDS alternating rounds
@@ -69,6 +71,31 @@ const SKIP = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean));
 // When each generation's final poll answer left the simulator (performance.now(), this process).
 const finalServedAt = new Map();
 const sim = await startPartnerSim({ onFinalServed: (_provider, taskId, at) => finalServedAt.set(taskId, at) });
+
+// The call rounds' partner is the simulator as `npm start` runs it, a process of its own: a real
+// partner is another machine. Served from this process, it shared one event loop with the 64
+// callers, and each routed call cost that loop two more turns than a direct one (the partner's side
+// of the API's request), which the bench then counted as the router's.
+const callSim = await new Promise((resolve, reject) => {
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.join(ROOT, 'dist/apps/partner-sim/src/main.js')], {
+    env: { PATH: process.env.PATH, PARTNER_SIM_HOST: '127.0.0.1', PARTNER_SIM_PORT: '0' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const timer = setTimeout(() => reject(new Error('the partner simulator did not start')), 30_000);
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    try {
+      const msg = JSON.parse(line);
+      if (msg.msg === 'listening') {
+        clearTimeout(timer);
+        resolve({ child, url: msg.url });
+      }
+    } catch {
+      // not JSON
+    }
+  });
+  child.once('exit', (code) => reject(new Error(`the partner simulator exited with ${code}`)));
+});
+process.on('exit', () => callSim.child.kill('SIGKILL'));
 // The shipped catalog with the bench's poll interval, as the tests write theirs.
 const catalogFile = `/tmp/${name}-catalog.json`;
 {
@@ -111,6 +138,8 @@ const api = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...apiArgs, path.joi
     ROUTER_JWT_SECRET: SECRET,
     ROUTER_CATALOG_FILE: catalogFile,
     ...sim.routerEnv(),
+    // The synchronous model of the call rounds at the simulator's own process (same keys).
+    ROUTER_UPSTREAM_BASE_URLS: `${sim.routerEnv().ROUTER_UPSTREAM_BASE_URLS},openai=${callSim.url}/openai`,
   },
   stdio: ['ignore', 'pipe', 'pipe'],
 });
@@ -138,7 +167,7 @@ const routerAuth = { authorization: `Bearer ${token}` };
 // The partner's answer time is steered per call: [[slow:N]], plus up to [[spread:N]] more.
 const bodyFor = (spread) => JSON.stringify({ model: 'gpt-image-1', prompt: `a lighthouse at dusk [[slow:${DELAY_MS}]]${spread > 0 ? ` [[spread:${spread}]]` : ''}`, size: '1024x1024' });
 let BODY = bodyFor(0);
-const direct = () => timedPost(`${sim.url}/openai/v1/images/generations`, BODY, { authorization: `Bearer ${sim.keys.openai}` });
+const direct = () => timedPost(`${callSim.url}/openai/v1/images/generations`, BODY, { authorization: `Bearer ${sim.keys.openai}` });
 const routed = () => timedPost(`${apiUrl}/v1/models/openai/gpt-image-1`, BODY, routerAuth);
 const pct = (sorted, p) => percentile(sorted, p / 100);
 const ms = (v) => v.toFixed(2).padStart(8);
@@ -259,6 +288,7 @@ closeRequests();
 api.kill('SIGTERM');
 await new Promise((resolve) => api.once('exit', resolve));
 await sim.stop();
+callSim.child.kill('SIGTERM');
 rmSync(catalogFile, { force: true });
 // The re-hosted media (5 MB each) and every other blob of the run.
 rmSync(`/tmp/${name}`, { recursive: true, force: true });
