@@ -14,6 +14,7 @@ export { expiryError, isOwnDeadline } from './deadlines.js';
 export { createRunQueue, runJobId, jobIdOfRun } from './run-queue.js';
 export type { RunPayload } from './run-queue.js';
 export { WorkerRegistry, WORKER_STALE_MS } from './worker-registry.js';
+export { RunLeases } from './run-lease.js';
 export type { WorkerInfo, WorkerState } from './worker-registry.js';
 export { Dispatcher } from './dispatcher.js';
 export { Sweeper } from './sweeper.js';

@@ -15,6 +15,7 @@ import { QueuePositions } from './queue-positions.js';
 import { createRunQueue, type RunPayload } from './run-queue.js';
 import { Sweeper } from './sweeper.js';
 import { WorkerRegistry } from './worker-registry.js';
+import { RunLeases } from './run-lease.js';
 
 /**
  * A running job past its deadline by this much is ended by the sweeper even if its worker says
@@ -35,6 +36,8 @@ export interface JobSystem {
   events: JobEventLog;
   vault: ExtraDataVault;
   registry: WorkerRegistry;
+  /** The Redis side of runs' leases, which fences their events. */
+  leases: RunLeases;
   dispatcher: Dispatcher;
   sweeper: Sweeper;
   /** The engines' node definitions, which the API validates workflows against. */
@@ -86,6 +89,7 @@ export function createJobSystem({ config, db, redis, store, role, jobs = new Job
     events,
     vault: new ExtraDataVault(redis, keys, config.signingSecret),
     registry,
+    leases: new RunLeases(redis, keys),
     dispatcher,
     sweeper,
     definitions: new EngineReportCache<NodeDefinitions>(redis, keys.nodeDefinitions),

@@ -10,6 +10,7 @@ import { runJobId, type RunPayload } from './run-queue.js';
 import { expiryError } from './deadlines.js';
 import { storeOf, type JobStore } from './job-store.js';
 import type { WorkerRegistry } from './worker-registry.js';
+import { RunLeases } from './run-lease.js';
 
 // Jobs (or assets) expired or deleted per statement, and the time one pass may spend on each kind.
 const PURGE_BATCH = 500;
@@ -43,6 +44,7 @@ export interface SweepReport {
  */
 export class Sweeper {
   private readonly jobs: JobStore;
+  private readonly leases: RunLeases;
 
   constructor(
     private readonly db: Db,
@@ -57,6 +59,7 @@ export class Sweeper {
     jobs?: JobStore,
   ) {
     this.jobs = jobs ?? storeOf(db);
+    this.leases = new RunLeases(redis, keys);
   }
 
   async sweep(now = new Date()): Promise<SweepReport | null> {
@@ -109,9 +112,10 @@ export class Sweeper {
     let lost = 0;
     for (const job of orphaned) {
       if (job.workerId && runningOn.get(job.workerId) === job.id) continue;
-      // The lost run, should its worker come back, reports nothing more (its events are fenced by
-      // this lease, its records by the job's worker and attempt).
-      await this.redis.del(this.keys.lease(job.id));
+      // The lost run, should its worker come back, reports nothing more: its events are fenced by
+      // the lease, left at its attempt so that it can neither use it nor set it again, its records
+      // by the job's worker and attempt.
+      await this.leases.takeBack(job.id, job.attempts);
       if (job.status === 'canceling') {
         const done = await this.jobs.finish(job.id, { status: 'canceled' }, this.options.creditsPerSecond, now);
         if (done) await this.status(job.id, job.accountId, 'canceled');

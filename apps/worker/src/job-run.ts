@@ -384,7 +384,7 @@ export class JobRun {
         if (back) {
           this.log('warn', 'job handed back', { reason: ending.handBack });
           await this.status('queued');
-          await this.d.redis.del(this.d.keys.lease(job.id));
+          await this.d.leases.end(job.id, lease.attempt);
           this.stage = 'done';
           return;
         }
@@ -410,7 +410,7 @@ export class JobRun {
       ...(error ? { error_code: error.code } : {}),
     });
     // After the status: clients wait on that, nobody waits on these. Sent together, they share one write.
-    await Promise.all([this.d.redis.del(this.d.keys.lease(job.id)), this.d.vault.delete(job.id)]);
+    await Promise.all([this.d.leases.end(job.id, lease.attempt), this.d.vault.delete(job.id)]);
     this.stage = 'done';
   }
 

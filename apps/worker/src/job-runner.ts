@@ -79,8 +79,10 @@ export class JobRunner {
     if (claimed.firstStart && job.queueMs !== null) queueWaitObserved(job.queueMs / 1000);
     this.d.log.child({ job_id: jobId })('info', 'job started', { queue_ms: job.queueMs, attempt: job.attempts });
     // Not waited for: the lease, then the events, leave in this order on the same Redis connection.
+    // Refused when a later attempt holds or ended the job (this run was paused since its claim):
+    // then the run's events are refused too.
     const leaseMs = Math.max(0, (job.runDeadlineAt?.getTime() ?? Date.now()) - Date.now()) + (STORING_ALLOWANCE_SECONDS + 600) * 1000;
-    void this.d.redis.set(this.d.keys.lease(job.id), run.token, 'PX', leaseMs).catch(() => undefined);
+    void this.d.leases.take(job.id, run.lease, leaseMs).catch(() => undefined);
     void run.status('running').catch(() => undefined);
     let ending: Ending;
     try {

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '#libs/config';
 import type { Db } from '#libs/db';
 import type { EngineClient, EngineSocket } from '#libs/engine-protocol';
-import type { ExtraDataVault, JobEventLog, JobKeys, JobStore } from '#libs/jobs';
+import type { ExtraDataVault, JobEventLog, JobKeys, JobStore, RunLeases } from '#libs/jobs';
 import type { Log } from '#libs/logging';
 import type { BlobStore } from '#libs/storage';
 import type { NodeDefinitions } from '#libs/workflow';
@@ -18,6 +18,7 @@ export interface RunnerDeps {
   engine: EngineClient;
   socket: EngineSocket;
   events: JobEventLog;
+  leases: RunLeases;
   vault: ExtraDataVault;
   keys: JobKeys;
   config: Config;

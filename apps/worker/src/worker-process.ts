@@ -89,6 +89,7 @@ export class WorkerProcess {
       engine: this.engine,
       socket: this.socket,
       events: this.system.events,
+      leases: this.system.leases,
       vault: this.system.vault,
       keys,
       config,
