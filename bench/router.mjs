@@ -34,7 +34,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { closeRequests, cpuMs, deleteRedisPrefix, download, measureCalls, median, percentile, postgresCpuMs, request, timedPost } from './support.mjs';
+import { closeRequests, cpuMs, deleteRedisPrefix, download, measureCalls, median, percentile, postgresCpuMs, request, start, stop, timedPost } from './support.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { applyMigrations, createPrismaClient, dropDatabase, ensureDatabase } = await import(path.join(ROOT, 'dist/libs/db/index.js'));
@@ -76,26 +76,7 @@ const sim = await startPartnerSim({ onFinalServed: (_provider, taskId, at) => fi
 // partner is another machine. Served from this process, it shared one event loop with the 64
 // callers, and each routed call cost that loop two more turns than a direct one (the partner's side
 // of the API's request), which the bench then counted as the router's.
-const callSim = await new Promise((resolve, reject) => {
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.join(ROOT, 'dist/apps/partner-sim/src/main.js')], {
-    env: { PATH: process.env.PATH, PARTNER_SIM_HOST: '127.0.0.1', PARTNER_SIM_PORT: '0' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const timer = setTimeout(() => reject(new Error('the partner simulator did not start')), 30_000);
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    try {
-      const msg = JSON.parse(line);
-      if (msg.msg === 'listening') {
-        clearTimeout(timer);
-        resolve({ child, url: msg.url });
-      }
-    } catch {
-      // not JSON
-    }
-  });
-  child.once('exit', (code) => reject(new Error(`the partner simulator exited with ${code}`)));
-});
-process.on('exit', () => callSim.child.kill('SIGKILL'));
+const callSim = await start('apps/partner-sim/src/main.js', { PATH: process.env.PATH, PARTNER_SIM_HOST: '127.0.0.1', PARTNER_SIM_PORT: '0' });
 // The shipped catalog with the bench's poll interval, as the tests write theirs.
 const catalogFile = `/tmp/${name}-catalog.json`;
 {
@@ -288,7 +269,7 @@ closeRequests();
 api.kill('SIGTERM');
 await new Promise((resolve) => api.once('exit', resolve));
 await sim.stop();
-callSim.child.kill('SIGTERM');
+await stop(callSim);
 rmSync(catalogFile, { force: true });
 // The re-hosted media (5 MB each) and every other blob of the run.
 rmSync(`/tmp/${name}`, { recursive: true, force: true });
