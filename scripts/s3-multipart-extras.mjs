@@ -1,5 +1,8 @@
 // The multipart-upload calls s3rver 3.7.1 lacks and resumable uploads (@tus/s3-store) make:
-// ListParts (how much of an upload arrived), AbortMultipartUpload and ListMultipartUploads. They
+// ListParts (how much of an upload arrived), AbortMultipartUpload and ListMultipartUploads; and
+// UploadPartCopy, which the blob store uses to copy a blob larger than one CopyObject may be. It
+// also refuses a CopyObject whose source is larger than S3 allows (5 GiB, or S3RVER_MAX_COPY_BYTES),
+// as S3 does, so that a test can see which way a copy went. They
 // read and change s3rver's own record of uploads (`<bucket>/…uploads/<upload id>/<part>`, with
 // each part's MD5 beside it), so parts uploaded through s3rver are the ones listed.
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
@@ -25,6 +28,13 @@ async function parts(dir) {
   );
 }
 
+const MAX_COPY_BYTES = Number(process.env.S3RVER_MAX_COPY_BYTES ?? 5 * 1024 ** 3);
+
+function copySource(ctx) {
+  const [bucket, ...key] = decodeURIComponent(String(ctx.headers['x-amz-copy-source'])).replace(/^\//, '').split('/');
+  return { bucket, key: key.join('/') };
+}
+
 /** Koa middleware to put in front of s3rver's own (path-style requests only). */
 export function multipartExtras(server) {
   const uploadsDir = (bucket) => server.store.getResourcePath(bucket, undefined, 'uploads');
@@ -47,6 +57,34 @@ export function multipartExtras(server) {
           `</ListPartsResult>`,
       );
       return;
+    }
+    if (ctx.method === 'PUT' && bucket && key && uploadId && ctx.query.partNumber !== undefined && ctx.headers['x-amz-copy-source']) {
+      // UploadPartCopy: a byte range of an object stored, as one part of the upload.
+      const dir = path.join(uploadsDir(bucket), uploadId);
+      if (!(await stat(dir).catch(() => null))) return noSuchUpload(ctx, uploadId);
+      const src = copySource(ctx);
+      const range = /^bytes=(\d+)-(\d+)$/.exec(String(ctx.headers['x-amz-copy-source-range'] ?? ''));
+      const source = await server.store.getObject(src.bucket, src.key, range ? { start: Number(range[1]), end: Number(range[2]) } : undefined);
+      if (!source?.content) {
+        ctx.status = 404;
+        ctx.type = 'application/xml';
+        ctx.body = xml(`<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message><Key>${escape(src.key)}</Key></Error>`);
+        return;
+      }
+      const { md5 } = await server.store.putPart(bucket, uploadId, Number(ctx.query.partNumber), source.content);
+      ctx.type = 'application/xml';
+      ctx.body = xml(`<CopyPartResult><LastModified>${new Date().toISOString()}</LastModified><ETag>"${md5}"</ETag></CopyPartResult>`);
+      return;
+    }
+    if (ctx.method === 'PUT' && bucket && key && !uploadId && ctx.headers['x-amz-copy-source']) {
+      const src = copySource(ctx);
+      const size = Number((await server.store.getMetadata(src.bucket, src.key).catch(() => null))?.['content-length'] ?? 0);
+      if (size > MAX_COPY_BYTES) {
+        ctx.status = 400;
+        ctx.type = 'application/xml';
+        ctx.body = xml(`<Error><Code>InvalidRequest</Code><Message>The specified copy source is larger than the maximum allowable size for a copy source: ${MAX_COPY_BYTES}</Message></Error>`);
+        return;
+      }
     }
     if (ctx.method === 'DELETE' && bucket && key && uploadId) {
       const dir = path.join(uploadsDir(bucket), uploadId);

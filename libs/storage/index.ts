@@ -1,6 +1,8 @@
 export { Blake3Tap, blake3Hex, isBlake3Hex, parseHashRef, formatHashRef } from './blake3.js';
 export { blobKey, linkLifetimeSeconds } from './blob-store.js';
 export { createBlobStore } from './create-blob-store.js';
+export { S3BlobStore } from './s3-store.js';
+export type { CopyRules, S3Settings } from './s3-store.js';
 export type { BlobStore, StoredBlob, ByteRange, SignedUrl, SignOptions } from './blob-store.js';
 export { signBlobUrl, verifyBlobUrl } from './signing.js';
 export type { BlobUrlParams } from './signing.js';

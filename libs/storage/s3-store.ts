@@ -1,21 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
   PutObjectCommand,
   S3Client,
+  UploadPartCopyCommand,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { Blake3Tap, blake3Hex, isBlake3Hex } from './blake3.js';
+import { Blake3Tap, blake3File, blake3Hex, isBlake3Hex } from './blake3.js';
 import { contentDisposition, dispositionFor } from './content-disposition.js';
 import { blobKey, type BlobStore, type ByteRange, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
 import { drain } from './drain.js';
@@ -23,6 +29,24 @@ import { TooLargeError } from './limits.js';
 import { StorageUnavailableError } from './unavailable.js';
 
 const PROBE_BYTES = Buffer.from('readiness probe\n');
+// Multipart uploads: memory held per upload is the part size times the parts in flight.
+const UPLOAD_PART_BYTES = 8 * 1024 * 1024;
+const UPLOAD_PARTS_IN_FLIGHT = 2;
+// A file is hashed in pieces of this size before it is uploaded.
+const FILE_PIECE_BYTES = 1024 * 1024;
+
+/**
+ * S3's rules for server-side copies: one CopyObject takes a source of at most 5 GiB; a larger one
+ * is copied as a multipart upload whose parts (UploadPartCopy, 5 MiB to 5 GiB each, at most
+ * 10,000) name byte ranges of the source.
+ */
+export interface CopyRules {
+  maxSingleCopyBytes: number;
+  copyPartBytes: number;
+  copyPartsInFlight: number;
+}
+
+const S3_COPY_RULES: CopyRules = { maxSingleCopyBytes: 5 * 1024 ** 3, copyPartBytes: 1024 ** 3, copyPartsInFlight: 4 };
 
 export interface S3Settings {
   endpoint: string;
@@ -64,7 +88,11 @@ export class S3BlobStore implements BlobStore {
   private readonly presigner: S3Client;
   private bucketReady: Promise<void> | null = null;
 
-  constructor(private readonly settings: S3Settings) {
+  /** `copy`: S3's own limits; tests lower them to run a multipart copy on a few MiB. */
+  constructor(
+    private readonly settings: S3Settings,
+    private readonly copy: CopyRules = S3_COPY_RULES,
+  ) {
     this.s3 = new S3Client(clientConfig(settings, settings.endpoint));
     this.presigner = new S3Client(clientConfig(settings, settings.publicEndpoint));
   }
@@ -85,9 +113,44 @@ export class S3BlobStore implements BlobStore {
     return this.bucketReady;
   }
 
-  /** Streamed like any other body: S3 has no way to take a local file without it passing through. */
+  /**
+   * The file is hashed first, then uploaded straight under its hash: no temporary key, no
+   * server-side copy (which S3 runs at a few hundred MB/s, and refuses past 5 GiB in one call),
+   * and bytes the store has already are not sent again. Its size, modification time and inode are
+   * compared before and after, so bytes changed meanwhile are never left under a hash they do
+   * not have.
+   */
   async putFile(file: string, options: { maxBytes?: number } = {}): Promise<StoredBlob> {
-    return this.put(createReadStream(file, { highWaterMark: 1024 * 1024 }), options);
+    const before = await stat(file);
+    if (options.maxBytes !== undefined && before.size > options.maxBytes) throw new TooLargeError(options.maxBytes);
+    const { hash, size } = await blake3File(file, FILE_PIECE_BYTES);
+    const Bucket = this.settings.bucket;
+    const Key = blobKey(hash);
+    const unchanged = async () => {
+      const after = await stat(file);
+      if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || after.ino !== before.ino || size !== before.size) {
+        throw new Error(`${path.basename(file)} changed while it was being stored`);
+      }
+    };
+    let created: boolean;
+    try {
+      await this.ensureBucket();
+      created = !(await this.has(hash));
+      if (created) {
+        const body = createReadStream(file, { highWaterMark: FILE_PIECE_BYTES });
+        await new Upload({ client: this.s3, params: { Bucket, Key, Body: body }, partSize: UPLOAD_PART_BYTES, queueSize: UPLOAD_PARTS_IN_FLIGHT }).done();
+      }
+    } catch (err) {
+      throw new StorageUnavailableError(err);
+    }
+    try {
+      await unchanged();
+    } catch (err) {
+      // What this call uploaded is not the bytes the hash names.
+      if (created) await this.s3.send(new DeleteObjectCommand({ Bucket, Key })).catch(() => undefined);
+      throw err;
+    }
+    return { hash, sizeBytes: size, storageKey: Key, created };
   }
 
   /** The hash is known before the upload: the bytes go straight under it, no temporary key to copy. */
@@ -121,8 +184,8 @@ export class S3BlobStore implements BlobStore {
     const upload = new Upload({
       client: this.s3,
       params: { Bucket, Key: tmpKey, Body: piped },
-      partSize: 8 * 1024 * 1024,
-      queueSize: 2,
+      partSize: UPLOAD_PART_BYTES,
+      queueSize: UPLOAD_PARTS_IN_FLIGHT,
     });
     // The upload only sees `piped`; a failing source (a client that hangs up, a body over the
     // limit) must abort the upload rather than leave it waiting for bytes that never come.
@@ -147,13 +210,45 @@ export class S3BlobStore implements BlobStore {
       const Key = blobKey(hash);
       try {
         const exists = await this.has(hash);
-        if (!exists) await this.s3.send(new CopyObjectCommand({ Bucket, Key, CopySource: `${Bucket}/${tmpKey}` }));
+        if (!exists) await this.copyObject(tmpKey, Key, tap.size);
         return { hash, sizeBytes: tap.size, storageKey: Key, created: !exists };
       } catch (err) {
         throw new StorageUnavailableError(err);
       }
     } finally {
       await this.s3.send(new DeleteObjectCommand({ Bucket, Key: tmpKey })).catch(() => undefined);
+    }
+  }
+
+  /** A server-side copy within the bucket, in parts when the source is larger than one copy may be. */
+  private async copyObject(from: string, to: string, size: number): Promise<void> {
+    const Bucket = this.settings.bucket;
+    const CopySource = `${Bucket}/${from}`;
+    if (size <= this.copy.maxSingleCopyBytes) {
+      await this.s3.send(new CopyObjectCommand({ Bucket, Key: to, CopySource }));
+      return;
+    }
+    const { UploadId } = await this.s3.send(new CreateMultipartUploadCommand({ Bucket, Key: to }));
+    try {
+      const ranges: Array<{ PartNumber: number; start: number; end: number }> = [];
+      for (let start = 0; start < size; start += this.copy.copyPartBytes) {
+        ranges.push({ PartNumber: ranges.length + 1, start, end: Math.min(size, start + this.copy.copyPartBytes) - 1 });
+      }
+      const parts: Array<{ PartNumber: number; ETag: string }> = [];
+      // A few parts at a time: S3 copies each on its side, so more in flight is more throughput.
+      for (let i = 0; i < ranges.length; i += this.copy.copyPartsInFlight) {
+        const batch = ranges.slice(i, i + this.copy.copyPartsInFlight);
+        const copied = await Promise.all(
+          batch.map(({ PartNumber, start, end }) =>
+            this.s3.send(new UploadPartCopyCommand({ Bucket, Key: to, UploadId, PartNumber, CopySource, CopySourceRange: `bytes=${start}-${end}` })),
+          ),
+        );
+        copied.forEach((r, j) => parts.push({ PartNumber: batch[j]!.PartNumber, ETag: r.CopyPartResult!.ETag! }));
+      }
+      await this.s3.send(new CompleteMultipartUploadCommand({ Bucket, Key: to, UploadId, MultipartUpload: { Parts: parts } }));
+    } catch (err) {
+      await this.s3.send(new AbortMultipartUploadCommand({ Bucket, Key: to, UploadId })).catch(() => undefined);
+      throw err;
     }
   }
 

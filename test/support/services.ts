@@ -195,10 +195,11 @@ export class PrivateS3 {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  async start(): Promise<this> {
+  /** `env`: the server's own settings, e.g. S3RVER_MAX_COPY_BYTES. */
+  async start(env: Record<string, string> = {}): Promise<this> {
     this.port = await freePort();
     mkdirSync(this.dir, { recursive: true });
-    const child = spawn(process.execPath, ['scripts/s3-test-server.mjs'], { env: { ...process.env, S3RVER_PORT: String(this.port), S3RVER_DIR: this.dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['scripts/s3-test-server.mjs'], { env: { ...process.env, ...env, S3RVER_PORT: String(this.port), S3RVER_DIR: this.dir }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     await printed(child, '"listening"', 'the S3 test server', 15_000);
     return this;
