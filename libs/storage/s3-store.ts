@@ -29,8 +29,10 @@ import { TooLargeError } from './limits.js';
 import { StorageUnavailableError } from './unavailable.js';
 
 const PROBE_BYTES = Buffer.from('readiness probe\n');
-// Multipart uploads: memory held per upload is the part size times the parts in flight.
+// Multipart uploads: memory held per upload is the part size times the parts in flight. S3 takes
+// at most 10,000 parts, so a file of known size larger than that many parts gets larger parts.
 const UPLOAD_PART_BYTES = 8 * 1024 * 1024;
+const MAX_UPLOAD_PARTS = 10_000;
 const UPLOAD_PARTS_IN_FLIGHT = 2;
 // A file is hashed in pieces of this size before it is uploaded.
 const FILE_PIECE_BYTES = 1024 * 1024;
@@ -138,7 +140,8 @@ export class S3BlobStore implements BlobStore {
       created = !(await this.has(hash));
       if (created) {
         const body = createReadStream(file, { highWaterMark: FILE_PIECE_BYTES });
-        await new Upload({ client: this.s3, params: { Bucket, Key, Body: body }, partSize: UPLOAD_PART_BYTES, queueSize: UPLOAD_PARTS_IN_FLIGHT }).done();
+        const partSize = Math.max(UPLOAD_PART_BYTES, Math.ceil(size / MAX_UPLOAD_PARTS));
+        await new Upload({ client: this.s3, params: { Bucket, Key, Body: body }, partSize, queueSize: UPLOAD_PARTS_IN_FLIGHT }).done();
       }
     } catch (err) {
       throw new StorageUnavailableError(err);
