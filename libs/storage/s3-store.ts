@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough, type Readable } from 'node:stream';
+import { finished, PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   AbortMultipartUploadCommand,
@@ -80,6 +80,45 @@ function clientConfig(s: S3Settings, endpoint: string): S3ClientConfig {
 function isNotFound(err: unknown): boolean {
   const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
   return e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404;
+}
+
+/**
+ * The whole body when it ends within `limit` bytes; otherwise null, with what was read put back
+ * in front of the body, which is left paused for whoever reads it next.
+ */
+async function readUpTo(body: Readable, limit: number): Promise<Buffer | null> {
+  const pieces: Buffer[] = [];
+  let size = 0;
+  const ended = await new Promise<boolean>((resolve, reject) => {
+    const onData = (chunk: Buffer | string) => {
+      const piece = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      pieces.push(piece);
+      size += piece.length;
+      if (size > limit) {
+        body.pause();
+        body.off('data', onData);
+        stopWatching();
+        // Put back at once: a source read to its end would otherwise emit 'end' before the
+        // next reader is attached, and the bytes read so far would be lost to it.
+        body.unshift(Buffer.concat(pieces, size));
+        resolve(false);
+      }
+    };
+    // The end, an error, or a source gone without either (a client that hung up).
+    const stopWatching = finished(body, (err) => {
+      body.off('data', onData);
+      stopWatching();
+      if (err) reject(err);
+      else resolve(true);
+    });
+    body.on('data', onData);
+  });
+  if (ended) {
+    // Nothing reads it any more; a late error of its source must not go unhandled.
+    body.on('error', () => undefined);
+    return pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, size);
+  }
+  return null;
 }
 
 /** Production storage: any S3-compatible store, read by clients through presigned URLs. */
@@ -178,6 +217,11 @@ export class S3BlobStore implements BlobStore {
       await drain(body);
       throw new StorageUnavailableError(err);
     }
+    // The upload would hold its first part in memory before choosing between one PUT and a
+    // multipart upload anyway: a body that ends within it is hashed first and put straight under
+    // its hash (two requests, or one when the bucket has the bytes, instead of four).
+    const first = await readUpTo(body, UPLOAD_PART_BYTES);
+    if (first !== null) return this.putBytes(first, options);
     const Bucket = this.settings.bucket;
     const tmpKey = `tmp/${randomUUID()}`;
     const tap = new Blake3Tap(options.maxBytes);

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { ListObjectsV2Command, ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
 import { blake3Hex, S3BlobStore, TooLargeError, type CopyRules, type S3Settings } from '#libs/storage';
 import { PrivateS3 } from '../support/services.js';
@@ -12,9 +12,9 @@ import { PrivateS3 } from '../support/services.js';
 // parts, and a file is hashed first and uploaded straight under its hash.
 
 const MiB = 1024 * 1024;
-// S3's rules scaled down (5 GiB per CopyObject, parts of 5 MiB at least): a 12 MiB blob then takes
-// the path a 12 GiB one takes on S3.
-const SMALL_COPIES: CopyRules = { maxSingleCopyBytes: 5 * MiB, copyPartBytes: 5 * MiB, copyPartsInFlight: 2 };
+// S3's rules scaled down (5 GiB per CopyObject, parts of 5 MiB at least): a 22 MiB blob then takes
+// the path a 22 GiB one takes on S3. Bodies of up to 8 MiB (one upload part) are not copied at all.
+const SMALL_COPIES: CopyRules = { maxSingleCopyBytes: 10 * MiB, copyPartBytes: 5 * MiB, copyPartsInFlight: 2 };
 
 let s3: PrivateS3;
 let settings: S3Settings;
@@ -54,8 +54,8 @@ function streamOf(bytes: Buffer): Readable {
 describe('S3 blob store', () => {
   it('copies a streamed blob larger than one copy may be in parts, byte for byte, leaving nothing under tmp/', async () => {
     const store = new S3BlobStore(settings, SMALL_COPIES);
-    // 12 MiB and a bit: parts of 5, 5 and 2 MiB plus the odd bytes, the last one short as S3 allows.
-    const bytes = randomBytes(12 * MiB + 12_345);
+    // 22 MiB and a bit: parts of 5 MiB and a last short one, as S3 allows.
+    const bytes = randomBytes(22 * MiB + 12_345);
     const stored = await store.put(streamOf(bytes));
     expect(stored).toMatchObject({ hash: blake3Hex(bytes), sizeBytes: bytes.length, created: true });
     const back = await readAll(store, stored.hash);
@@ -71,16 +71,38 @@ describe('S3 blob store', () => {
   it('is refused by the server when one copy is larger than allowed, as S3 refuses it', async () => {
     // What a store that always copied in one call met: a blob past the limit could not be kept.
     const oneCopy = new S3BlobStore(settings, { ...SMALL_COPIES, maxSingleCopyBytes: Number.MAX_SAFE_INTEGER });
-    await expect(oneCopy.put(streamOf(randomBytes(6 * MiB)))).rejects.toThrow(/larger than the maximum allowable size for a copy source/);
+    await expect(oneCopy.put(streamOf(randomBytes(12 * MiB)))).rejects.toThrow(/larger than the maximum allowable size for a copy source/);
     expect(await keysUnder('tmp/')).toEqual([]);
   });
 
   it('copies a blob within the limit in one call', async () => {
     const store = new S3BlobStore(settings, SMALL_COPIES);
-    const bytes = randomBytes(3 * MiB);
+    const bytes = randomBytes(9 * MiB);
     const stored = await store.put(streamOf(bytes));
     expect(stored).toMatchObject({ hash: blake3Hex(bytes), sizeBytes: bytes.length, created: true });
     expect((await readAll(store, stored.hash)).equals(bytes)).toBe(true);
+    expect(await keysUnder('tmp/')).toEqual([]);
+    // A byte stream whose every piece and end are already buffered: none is lost past the first part.
+    const buffered = new PassThrough({ highWaterMark: 16 * MiB });
+    for (let i = 0; i < bytes.length; i += MiB) buffered.write(bytes.subarray(i, i + MiB));
+    buffered.end();
+    expect(await store.put(buffered)).toMatchObject({ hash: stored.hash, sizeBytes: bytes.length, created: false });
+  });
+
+  it('puts a body that ends within one upload part straight under its hash, and refuses one over the limit', async () => {
+    const store = new S3BlobStore(settings, SMALL_COPIES);
+    const bytes = randomBytes(3 * MiB + 1);
+    const stored = await store.put(streamOf(bytes));
+    expect(stored).toMatchObject({ hash: blake3Hex(bytes), sizeBytes: bytes.length, created: true });
+    expect((await readAll(store, stored.hash)).equals(bytes)).toBe(true);
+    expect(await keysUnder('tmp/')).toEqual([]);
+    expect(await store.put(streamOf(bytes))).toMatchObject({ hash: stored.hash, created: false });
+    await expect(store.put(streamOf(bytes), { maxBytes: bytes.length - 1 })).rejects.toBeInstanceOf(TooLargeError);
+    // A body that fails before its end is refused with its own error, and nothing is stored.
+    const failing = new Readable({ read() {} });
+    failing.push(randomBytes(1000));
+    setImmediate(() => failing.destroy(new Error('client went away')));
+    await expect(store.put(failing)).rejects.toThrow('client went away');
     expect(await keysUnder('tmp/')).toEqual([]);
   });
 
