@@ -41,6 +41,16 @@ export function linkLifetimeSeconds(ttlSeconds: number, recordExpiresAt: Date | 
   return Math.max(1, Math.min(ttlSeconds, left));
 }
 
+export interface PutBytesOptions {
+  maxBytes?: number;
+  /**
+   * Write without asking first whether the store has the bytes: for bytes that are almost never
+   * stored already (an engine's new output), one request to S3 instead of two on the job's path.
+   * `created` is then true whenever the bytes were written, even over the same bytes.
+   */
+  skipLookup?: boolean;
+}
+
 /** Content-addressed bytes: written once under `blake3/<hex>`, hashed while they stream in. */
 export interface BlobStore {
   readonly driver: 'local' | 's3';
@@ -59,7 +69,7 @@ export interface BlobStore {
    * before they are written. The local store writes them without leaving the event loop, which
    * blocks it for the write: meant for a process that serves one job at a time (a worker).
    */
-  putBytes(bytes: Buffer, options?: { maxBytes?: number }): Promise<StoredBlob>;
+  putBytes(bytes: Buffer, options?: PutBytesOptions): Promise<StoredBlob>;
   has(hash: string): Promise<boolean>;
   /** Size in bytes, or null when the blob is not stored. */
   size(hash: string): Promise<number | null>;

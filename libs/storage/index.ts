@@ -3,7 +3,7 @@ export { blobKey, linkLifetimeSeconds } from './blob-store.js';
 export { createBlobStore } from './create-blob-store.js';
 export { S3BlobStore } from './s3-store.js';
 export type { CopyRules, S3Settings } from './s3-store.js';
-export type { BlobStore, StoredBlob, ByteRange, SignedUrl, SignOptions } from './blob-store.js';
+export type { BlobStore, PutBytesOptions, StoredBlob, ByteRange, SignedUrl, SignOptions } from './blob-store.js';
 export { signBlobUrl, verifyBlobUrl } from './signing.js';
 export type { BlobUrlParams } from './signing.js';
 export { TooLargeError } from './limits.js';

@@ -64,6 +64,8 @@ describe('LocalBlobStore', () => {
     expect(first).toMatchObject({ hash: blake3Hex(bytes), sizeBytes: bytes.length, created: true });
     expect((await readAll(first.hash)).equals(bytes)).toBe(true);
     expect(await store.putBytes(bytes)).toMatchObject({ hash: first.hash, created: false });
+    // No lookup to skip here: the link says the bytes were there.
+    expect(await store.putBytes(bytes, { skipLookup: true })).toMatchObject({ hash: first.hash, created: false });
     expect(await store.put(Readable.from([bytes]))).toMatchObject({ hash: first.hash, created: false });
     expect(await store.putBytes(Buffer.alloc(0))).toMatchObject({ hash: blake3Hex(Buffer.alloc(0)), sizeBytes: 0, created: true });
     await expect(store.putBytes(randomBytes(2048), { maxBytes: 1024 })).rejects.toBeInstanceOf(TooLargeError);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { blake3File, blake3Hex, isBlake3Hex } from './blake3.js';
-import { blobKey, type BlobStore, type ByteRange, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
+import { blobKey, type BlobStore, type ByteRange, type PutBytesOptions, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
 import { drain } from './drain.js';
 import { HashedFileSink } from './hashed-file-sink.js';
 import { signBlobUrl } from './signing.js';
@@ -118,7 +118,8 @@ export class LocalBlobStore implements BlobStore {
    * the thread pool and back that an asynchronous call makes of it (five trips, about 1.5 ms of a
    * small job on a 2-core VM).
    */
-  async putBytes(bytes: Buffer, options: { maxBytes?: number } = {}): Promise<StoredBlob> {
+  // `skipLookup` changes nothing here: the link that keeps the bytes says whether they were new.
+  async putBytes(bytes: Buffer, options: PutBytesOptions = {}): Promise<StoredBlob> {
     if (options.maxBytes !== undefined && bytes.length > options.maxBytes) throw new TooLargeError(options.maxBytes);
     const hash = blake3Hex(bytes);
     const tmp = path.join(this.root, 'tmp', randomUUID());

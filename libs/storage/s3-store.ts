@@ -23,7 +23,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { Blake3Tap, blake3File, blake3Hex, isBlake3Hex } from './blake3.js';
 import { contentDisposition, dispositionFor } from './content-disposition.js';
-import { blobKey, type BlobStore, type ByteRange, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
+import { blobKey, type BlobStore, type ByteRange, type PutBytesOptions, type SignedUrl, type SignOptions, type StoredBlob } from './blob-store.js';
 import { drain } from './drain.js';
 import { TooLargeError } from './limits.js';
 import { StorageUnavailableError } from './unavailable.js';
@@ -196,13 +196,13 @@ export class S3BlobStore implements BlobStore {
   }
 
   /** The hash is known before the upload: the bytes go straight under it, no temporary key to copy. */
-  async putBytes(bytes: Buffer, options: { maxBytes?: number } = {}): Promise<StoredBlob> {
+  async putBytes(bytes: Buffer, options: PutBytesOptions = {}): Promise<StoredBlob> {
     if (options.maxBytes !== undefined && bytes.length > options.maxBytes) throw new TooLargeError(options.maxBytes);
     const hash = blake3Hex(bytes);
     const Key = blobKey(hash);
     try {
       await this.ensureBucket();
-      if (await this.has(hash)) return { hash, sizeBytes: bytes.length, storageKey: Key, created: false };
+      if (!options.skipLookup && (await this.has(hash))) return { hash, sizeBytes: bytes.length, storageKey: Key, created: false };
       await this.s3.send(new PutObjectCommand({ Bucket: this.settings.bucket, Key, Body: bytes, ContentLength: bytes.length }));
       return { hash, sizeBytes: bytes.length, storageKey: Key, created: true };
     } catch (err) {

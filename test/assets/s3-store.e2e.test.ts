@@ -106,6 +106,17 @@ describe('S3 blob store', () => {
     expect(await keysUnder('tmp/')).toEqual([]);
   });
 
+  it('writes bytes without looking them up first when told they are new, and says it wrote them', async () => {
+    const store = new S3BlobStore(settings);
+    const bytes = randomBytes(5000);
+    // A look first would find the bytes the second time and write nothing.
+    expect(await store.putBytes(bytes, { skipLookup: true })).toMatchObject({ hash: blake3Hex(bytes), sizeBytes: 5000, created: true });
+    expect(await store.putBytes(bytes, { skipLookup: true })).toMatchObject({ hash: blake3Hex(bytes), created: true });
+    expect(await store.putBytes(bytes)).toMatchObject({ hash: blake3Hex(bytes), created: false });
+    expect((await readAll(store, blake3Hex(bytes))).equals(bytes)).toBe(true);
+    await expect(store.putBytes(bytes, { skipLookup: true, maxBytes: 4999 })).rejects.toBeInstanceOf(TooLargeError);
+  });
+
   it('uploads a file straight under its hash, once, and refuses one over the limit', async () => {
     const store = new S3BlobStore(settings);
     // Larger than one upload part (8 MiB): a multipart upload.

@@ -23,6 +23,9 @@ export interface StoredOutput {
 
 // With the backoff below, a store that is away for up to about ten seconds costs no output.
 const ATTEMPTS = 6;
+// A new output is almost never stored already: written without asking first, one request fewer
+// to S3 on the job's path. (A large one, a file, is hashed first and looked up: see putFile.)
+const NEW_BYTES = { skipLookup: true } as const;
 
 /** What an output's bytes pass through on their way to the store: the tenant's view of them. */
 export interface OutputBytesView {
@@ -75,17 +78,17 @@ export class OutputStore {
         try {
           if (output.kind === 'text') {
             reportedType = 'text/plain; charset=utf-8';
-            return await this.store.putBytes(Buffer.from(output.text, 'utf8'));
+            return await this.store.putBytes(Buffer.from(output.text, 'utf8'), NEW_BYTES);
           }
           if (output.kind === 'bytes') {
             reportedType = output.contentType;
-            return await this.store.putBytes(output.data);
+            return await this.store.putBytes(output.data, NEW_BYTES);
           }
           const view = await this.engine.viewWithInfo(output.ref);
           reportedType = view.contentType;
           try {
             // A small output read whole from the engine's folder goes to the store from memory.
-            if (view.bytes) return await this.store.putBytes(this.view.whole(name, view.bytes));
+            if (view.bytes) return await this.store.putBytes(this.view.whole(name, view.bytes), NEW_BYTES);
             const bytes = this.view.stream(name, view.stream);
             // Bytes stored as the engine wrote them, from a file this machine sees: the store copies the file.
             if (bytes === view.stream && view.file) return await this.store.putFile(view.file);
