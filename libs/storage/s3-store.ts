@@ -98,9 +98,9 @@ async function readUpTo(body: Readable, limit: number): Promise<Buffer | null> {
         body.pause();
         body.off('data', onData);
         stopWatching();
-        // Put back at once: a source read to its end would otherwise emit 'end' before the
-        // next reader is attached, and the bytes read so far would be lost to it.
-        body.unshift(Buffer.concat(pieces, size));
+        // Put back at once, last piece first (no copy of them): a source read to its end would
+        // otherwise emit 'end' before the next reader is attached, and these bytes be lost to it.
+        for (let i = pieces.length - 1; i >= 0; i--) body.unshift(pieces[i]);
         resolve(false);
       }
     };

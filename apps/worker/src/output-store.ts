@@ -105,7 +105,8 @@ export class OutputStore {
       throw new OutputStoreError(`Could not store output ${name}: ${(lastError as Error)?.message ?? 'unknown error'}`);
     };
     const stored = await putBytes();
-    // Only bytes actually written count: a deduplicated copy adds nothing to storage.
+    // Only bytes written count: a deduplicated copy adds nothing to storage. (A small output goes
+    // to S3 without a lookup, so there it counts even when the same bytes were stored already.)
     if (stored.created) outputBytesObserved(stored.sizeBytes);
 
     const contentType = output.kind === 'text' ? 'text/plain; charset=utf-8' : output.kind === 'bytes' ? output.contentType : contentTypeFor(name, reportedType);
